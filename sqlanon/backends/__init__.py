@@ -1,0 +1,1 @@
+"""Database backends: each implements :class:`sqlanon.backends.base.Session`."""

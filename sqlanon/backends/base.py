@@ -1,0 +1,47 @@
+"""The one interface the release machinery uses to talk to a database.
+
+``release.py``, ``catalog.py`` and ``audit.py`` see a database only through a
+:class:`Session`, so DuckDB (Python UDFs) and PostgreSQL (psycopg on the client,
+PL/Python in the server) share every line of model and release logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class Session(Protocol):
+    """A connection as the release machinery needs it.
+
+    SQL text uses ``$1, $2, ...`` placeholders in every dialect. Identifiers are never
+    interpolated raw: callers pass them through :meth:`quote_ident` after checking them
+    against the catalog.
+    """
+
+    dialect: str  # "duckdb" | "postgres"
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def query_arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]: ...
+
+    def load_temp(
+        self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]
+    ) -> None:
+        """Create temporary table ``name`` (a plain name sqlanon chose) holding ``columns``."""
+        ...
+
+    def quote_ident(self, name: str) -> str: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """All-or-nothing block: commits on success, rolls back on any exception."""
+        ...
+
+    def lock_family(self, family: str) -> None:
+        """Inside a transaction: serialize releases of one family."""
+        ...
