@@ -1,0 +1,1 @@
+CREATE OR REPLACE VIEW {family} AS SELECT * FROM {release}

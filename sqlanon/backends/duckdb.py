@@ -1,0 +1,161 @@
+"""DuckDB backend: a :class:`Session` over a cursor, and the SQL functions.
+
+``register(con)`` makes ``sqlanon_release_ke(...)`` and friends callable in SQL on that
+connection. A UDF may not run SQL on the connection that called it, so every function
+works through ``con.cursor()``, which commits on its own: the release wraps all its
+work in one explicit transaction there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import duckdb
+import numpy as np
+from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
+
+from sqlanon import sqltext
+from sqlanon.errors import ConcurrentReleaseError, ConfigError
+
+
+class DuckDBSession:
+    """A :class:`sqlanon.backends.base.Session` over one DuckDB cursor."""
+
+    dialect = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._cur = con.cursor()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._cur.execute(sql, list(params))
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._cur.execute(sql, list(params)).fetchall()
+
+    def query_arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
+        arrays = self._cur.execute(sql, list(params)).fetchnumpy()
+        return {name: _unmask(values) for name, values in arrays.items()}
+
+    def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
+        view = f"_sqlanon_view_{name}"
+        self._cur.register(view, {c: _plain(v) for c, v in columns.items()})
+        try:
+            select = ", ".join(
+                f"CAST({self.quote_ident(c)} AS {types[c]}) AS {self.quote_ident(c)}"
+                for c in columns
+            )
+            self._cur.execute(
+                f"CREATE OR REPLACE TEMP TABLE {self.quote_ident(name)} AS "  # noqa: S608
+                f"SELECT {select} FROM {self.quote_ident(view)}"
+            )
+        finally:
+            self._cur.unregister(view)
+
+    def quote_ident(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._cur.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self._cur.execute("ROLLBACK")
+            raise
+        try:
+            self._cur.execute("COMMIT")
+        except duckdb.TransactionException as exc:
+            raise ConcurrentReleaseError(
+                f"another transaction changed the same release family at the same time ({exc}); "
+                "nothing was written: run the release again"
+            ) from exc
+
+    def lock_family(self, family: str) -> None:
+        """DuckDB has no advisory locks: a concurrent release of the same family makes
+        one of the two transactions conflict at commit (optimistic), and it is refused
+        with :class:`ConcurrentReleaseError`; nothing half-written remains."""
+
+    def close(self) -> None:
+        self._cur.close()
+
+
+def _unmask(values: Any) -> np.ndarray:
+    """NULLs arrive as a masked array: NaN for numbers, None for everything else."""
+    if not isinstance(values, np.ma.MaskedArray):
+        return np.asarray(values)
+    if values.dtype.kind == "f":
+        return values.filled(np.nan)
+    if values.dtype.kind in "iu":
+        return values.astype(np.float64).filled(np.nan)
+    out = np.asarray(values.data, dtype=object)
+    out[np.ma.getmaskarray(values)] = None
+    return out
+
+
+def _plain(values: np.ndarray) -> np.ndarray:
+    """Unicode numpy arrays would load as ENUM; object arrays load as VARCHAR."""
+    values = np.asarray(values)
+    return values.astype(object) if values.dtype.kind == "U" else values
+
+
+def _summary(fn: Any) -> Any:
+    """Wrap a release function as a UDF body returning the summary as JSON text."""
+
+    def call(*args: Any) -> str:
+        return json.dumps(fn(*args), default=float)
+
+    return call
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Register sqlanon's SQL functions on ``con`` (per connection, idempotent)."""
+    from sqlanon import api
+
+    def release_ke(source, family, key, sensitive, quasi, k, e, policy, seed):  # noqa: ANN001
+        return api.release_ke(
+            con, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
+            policy=policy, seed=seed,
+        )
+
+    def audit_family(family):  # noqa: ANN001
+        return api.audit(con, family)
+
+    udfs: list[tuple[str, Any, list[Any], Any]] = [
+        (
+            "_sqlanon_release_ke",
+            _summary(release_ke),
+            [VARCHAR, VARCHAR, VARCHAR, VARCHAR, duckdb.list_type(VARCHAR), BIGINT, DOUBLE,
+             VARCHAR, BIGINT],
+            VARCHAR,
+        ),
+        ("_sqlanon_audit", _summary(audit_family), [VARCHAR], VARCHAR),
+    ]
+    for name, fn, params, returns in udfs:
+        try:
+            con.remove_function(name)
+        except duckdb.InvalidInputException:
+            pass
+        con.create_function(
+            name, fn, params, returns, null_handling="special", side_effects=True
+        )
+    for statement in sqltext.load("duckdb", "functions").split(";\n"):
+        if statement.strip():
+            con.execute(statement)
+
+
+def install(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply pending catalog migrations and register the functions on ``con``."""
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        raise ConfigError("install() takes a duckdb connection (duckdb.connect(...))")
+    from sqlanon import catalog
+
+    session = DuckDBSession(con)
+    try:
+        applied = catalog.migrate(session)
+    finally:
+        session.close()
+    register(con)
+    return applied

@@ -1,0 +1,120 @@
+"""The ``sqlanon`` catalog schema: migrations, release rows, member state.
+
+Migrations follow sqlite-utils' idea: numbered files, each applied once inside a
+transaction and recorded in ``sqlanon.migrations``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlanon import sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import ConfigError
+
+
+def migrate(session: Session) -> list[str]:
+    """Apply the dialect's pending migrations; returns the names applied now."""
+    with session.transaction():
+        for statement in _statements(sqltext.load(session.dialect, "bootstrap")):
+            session.execute(statement)
+    applied = {row[0] for row in session.query("SELECT name FROM sqlanon.migrations")}
+    done = []
+    for name, text in sqltext.migrations(session.dialect):
+        if name in applied:
+            continue
+        with session.transaction():
+            for statement in _statements(text):
+                session.execute(statement)
+            session.execute("INSERT INTO sqlanon.migrations (name) VALUES ($1)", [name])
+        done.append(name)
+    return done
+
+
+def _statements(text: str) -> list[str]:
+    """Split a migration file on ``;`` at line ends (the files hold no procedural code)."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip().strip(";")]
+
+
+@dataclass(frozen=True)
+class Release:
+    """One row of ``sqlanon.releases``."""
+
+    family: str
+    version: int
+    table_name: str
+    model: str
+    source: str
+    parameters: dict[str, Any]
+    rows_published: int
+    held_back: int
+    suppressed: int
+    groups: int
+    sum_of_errors: float | None
+    source_rows: int
+    metrics: dict[str, Any]
+
+
+_RELEASE_COLUMNS = (
+    "family, version, table_name, model, source, CAST(parameters AS VARCHAR), rows_published, "
+    "held_back, suppressed, groups, sum_of_errors, source_rows, CAST(metrics AS VARCHAR)"
+)
+
+
+def _release(row: tuple[Any, ...]) -> Release:
+    values = list(row)
+    values[5] = json.loads(values[5])
+    values[12] = json.loads(values[12]) if values[12] else {}
+    return Release(*values)
+
+
+def releases(session: Session, family: str | None = None) -> list[Release]:
+    """Every version of one family (or of all families), oldest first."""
+    sql = f"SELECT {_RELEASE_COLUMNS} FROM sqlanon.releases"  # noqa: S608 - fixed column list
+    if family is None:
+        rows = session.query(sql + " ORDER BY family, version")
+    else:
+        rows = session.query(sql + " WHERE family = $1 ORDER BY version", [family])
+    return [_release(r) for r in rows]
+
+
+def latest(session: Session, family: str) -> Release | None:
+    found = releases(session, family)
+    return found[-1] if found else None
+
+
+def record_release(session: Session, release: Release) -> None:
+    session.execute(
+        "INSERT INTO sqlanon.releases (family, version, table_name, model, source, parameters,"
+        " rows_published, held_back, suppressed, groups, sum_of_errors, source_rows, metrics)"
+        " VALUES ($1, $2, $3, $4, $5, CAST($6 AS JSON), $7, $8, $9, $10, $11, $12,"
+        " CAST($13 AS JSON))",
+        [
+            release.family,
+            release.version,
+            release.table_name,
+            release.model,
+            release.source,
+            json.dumps(release.parameters),
+            release.rows_published,
+            release.held_back,
+            release.suppressed,
+            release.groups,
+            release.sum_of_errors,
+            release.source_rows,
+            json.dumps(release.metrics),
+        ],
+    )
+
+
+def require_family(session: Session, family: str) -> list[Release]:
+    found = releases(session, family)
+    if not found:
+        known = sorted({r.family for r in releases(session)})
+        raise ConfigError(
+            f"no release family {family!r}; known families: {', '.join(known) or 'none yet'}"
+        )
+    return found

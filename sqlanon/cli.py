@@ -1,0 +1,142 @@
+"""``sqlanon`` on the command line: thin wrappers over the library.
+
+Every command takes ``--db`` (a DuckDB file, or a ``postgresql://`` URL). A
+:class:`SqlanonError` becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlanon.errors import SqlanonError
+
+
+@contextmanager
+def connect(db: str, *, install: bool = True) -> Iterator[Any]:
+    """Open ``db`` (DuckDB path or PostgreSQL URL), with sqlanon installed for DuckDB."""
+    if db.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as con:
+            yield con
+        return
+    import duckdb
+
+    from sqlanon.backends.duckdb import install as install_duckdb
+
+    con = duckdb.connect(db)
+    try:
+        if install:
+            install_duckdb(con)
+        yield con
+    finally:
+        con.close()
+
+
+def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
+    """A plain aligned text table."""
+    if not rows:
+        print("(no rows)")
+        return
+    columns = list(columns or rows[0].keys())
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value)
+
+
+def _release_ke(args: argparse.Namespace) -> None:
+    from sqlanon.api import release_ke
+
+    with connect(args.db) as con:
+        summary = release_ke(
+            con, args.source, args.family, key=args.key, sensitive=args.sensitive,
+            quasi=args.quasi, k=args.k, e=args.e, policy=args.policy, seed=args.seed,
+        )
+    print(json.dumps(summary, indent=2))
+
+
+def _audit(args: argparse.Namespace) -> None:
+    from sqlanon.api import audit
+
+    with connect(args.db) as con:
+        print_table(audit(con, args.family))
+
+
+def _install(args: argparse.Namespace) -> None:
+    if args.db.startswith(("postgresql://", "postgres://")):
+        from sqlanon.pg_install import install_postgres
+
+        install_postgres(args.db)
+        print(f"sqlanon installed in {args.db.rsplit('@', 1)[-1]}")
+        return
+    with connect(args.db):
+        print(f"sqlanon installed in {args.db}")
+
+
+def _demo(args: argparse.Namespace) -> None:
+    from sqlanon.demo import run_demo
+
+    run_demo(args.db, k=args.k, e=args.e)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sqlanon", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="replay the seeds' Adult experiment and print it")
+    demo.add_argument("--db", default="sqlanon_demo.duckdb", help="DuckDB file to (re)create")
+    demo.add_argument("--k", type=int, default=5)
+    demo.add_argument("--e", type=float, default=20)
+    demo.set_defaults(run=_demo)
+
+    install = commands.add_parser("install", help="apply migrations (DuckDB file or Postgres URL)")
+    install.add_argument("--db", required=True)
+    install.set_defaults(run=_install)
+
+    ke = commands.add_parser("release-ke", help="publish the next (k,e) version of a family")
+    ke.add_argument("--db", required=True)
+    ke.add_argument("source")
+    ke.add_argument("family")
+    ke.add_argument("--key", required=True)
+    ke.add_argument("--sensitive", required=True)
+    ke.add_argument("--quasi", nargs="+", default=[])
+    ke.add_argument("--k", type=int, required=True)
+    ke.add_argument("--e", type=float, required=True)
+    ke.add_argument("--policy", default="auto", choices=["auto", "merge", "defer", "paper"])
+    ke.add_argument("--seed", type=int, default=None, help="reproducible shuffles: tests only")
+    ke.set_defaults(run=_release_ke)
+
+    audit = commands.add_parser("audit", help="replay an attacker over every version")
+    audit.add_argument("--db", required=True)
+    audit.add_argument("family")
+    audit.set_defaults(run=_audit)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except SqlanonError as exc:
+        print(f"sqlanon: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

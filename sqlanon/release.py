@@ -1,0 +1,379 @@
+"""Backend-neutral release machinery: validate, diff against state, plan, write.
+
+One release is one transaction on a :class:`Session`: it reads the source and the
+state of the family's last version, asks a pure model for the new grouping, and
+writes the release table, its view, the catalog row and the new state together.
+Any error before the commit leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sqlanon import catalog, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.models import ke
+
+KE_POLICIES = ("auto", "merge", "defer", "paper")
+_NUMERIC = re.compile(r"int|decimal|numeric|double|float|real")
+_RESERVED = {"group_id", "class_id"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source table checked against the database's catalog."""
+
+    schema: str
+    table: str
+    columns: dict[str, str]  # name -> data type, as the database reports them
+
+    @property
+    def label(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def qualified(self, session: Session) -> str:
+        return f"{session.quote_ident(self.schema)}.{session.quote_ident(self.table)}"
+
+    def column(self, name: object, role: str) -> str:
+        """The column's real name; a clear error when it does not exist."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{role} must be a column name of {self.label}, got {name!r}")
+        if name in self.columns:
+            return name
+        folded = [c for c in self.columns if c.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        raise ConfigError(
+            f"{role} column {name!r} is not in {self.label}; "
+            f"its columns are: {', '.join(self.columns)}"
+        )
+
+
+def resolve_source(session: Session, source: object) -> Source:
+    """Find ``table`` or ``schema.table`` in information_schema (never trust the text)."""
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(f"source must be a table name, got {source!r}")
+    parts = source.split(".")
+    if len(parts) > 2:
+        raise ConfigError(f"source {source!r}: use table or schema.table")
+    if len(parts) == 2:
+        schema, table = parts
+    else:
+        schema, table = session.query("SELECT current_schema()")[0][0], parts[0]
+    columns = dict(session.query(sqltext.load(session.dialect, "table_columns"), [schema, table]))
+    if not columns:
+        raise ConfigError(
+            f"source table {source!r} does not exist (looked in schema {schema!r}); "
+            "give an existing table as table or schema.table"
+        )
+    if schema == "sqlanon":
+        raise ConfigError("the sqlanon catalog cannot be a release source")
+    return Source(schema, table, columns)
+
+
+def _sql(session: Session, name: str, **idents: str) -> str:
+    return sqltext.render(sqltext.load(session.dialect, name), **idents)
+
+
+def _idents(session: Session, names: Sequence[str], alias: str | None = None) -> str:
+    prefix = f"{session.quote_ident(alias)}." if alias else ""
+    return ", ".join(prefix + session.quote_ident(n) for n in names)
+
+
+def _check_names(family: object, quasi: object, sensitive: list[str], key: str) -> list[str]:
+    sqltext.check_family(family)
+    if isinstance(quasi, str) or not isinstance(quasi, Sequence):
+        raise ConfigError(f"quasi must be a list of column names, got {quasi!r}")
+    quasi = list(quasi)
+    if len(set(quasi)) != len(quasi):
+        raise ConfigError(f"quasi lists a column twice: {quasi}")
+    clash = (set(quasi) & set(sensitive)) | ({key} & (set(quasi) | set(sensitive)))
+    if clash:
+        raise ConfigError(
+            f"columns {sorted(clash)} are given more than one role (key, quasi, sensitive); "
+            "each column has one role"
+        )
+    reserved = _RESERVED & (set(quasi) | set(sensitive))
+    if reserved:
+        raise ConfigError(f"columns named {sorted(reserved)} clash with sqlanon's own; rename them")
+    return quasi
+
+
+def _check_target(session: Session, family: str, version: int) -> str:
+    """The new table's name; refuse to overwrite anything sqlanon did not create."""
+    table = f"{family}_v{version}"
+    schema = session.query("SELECT current_schema()")[0][0]
+    exists = sqltext.load(session.dialect, "relation_exists")
+    names = [table] if version > 1 else [family, table]
+    for name in names:
+        if session.query(exists, [schema, name]):
+            raise ConfigError(
+                f"a table or view named {name!r} already exists in schema {schema!r}; "
+                "choose another family name or drop it"
+            )
+    return table
+
+
+def _check_unchanged(
+    family: str, last: catalog.Release | None, parameters: dict[str, Any], fixed: Sequence[str]
+) -> None:
+    if last is None:
+        return
+    changed = [p for p in fixed if last.parameters.get(p) != parameters[p]]
+    if changed:
+        was = {p: last.parameters.get(p) for p in changed}
+        now = {p: parameters[p] for p in changed}
+        raise ConfigError(
+            f"family {family!r} was released with {was}; this call asks for {now}. "
+            "A family keeps its source, columns and privacy parameters: start a new family"
+        )
+
+
+def _profile_source(
+    session: Session, source: Source, key: str, sensitive: str | None
+) -> int:
+    """Row count, after refusing NULL or duplicate keys and NULL sensitive values."""
+    q = session.quote_ident
+    n, keys_present, keys_distinct, values_present = session.query(
+        _sql(session, "source_profile", key=q(key), sensitive=q(sensitive or key),
+             source=source.qualified(session))
+    )[0]
+    if n == 0:
+        raise InfeasibleError(f"source {source.label} is empty: there is nothing to release")
+    if keys_present < n:
+        raise ConfigError(
+            f"key column {key!r} has {n - keys_present} NULL values; every record needs a key"
+        )
+    if keys_distinct < n:
+        dupes = [r[0] for r in session.query(
+            _sql(session, "duplicate_keys", key=q(key), source=source.qualified(session)))]
+        raise ConfigError(
+            f"key column {key!r} is not unique ({n - keys_distinct} duplicates, e.g. "
+            f"{', '.join(dupes)}); give a column that identifies each record"
+        )
+    if sensitive is not None and values_present < n:
+        raise ConfigError(
+            f"sensitive column {sensitive!r} has {n - values_present} NULL values; "
+            "fill or filter them (e.g. release from a view WHERE it IS NOT NULL)"
+        )
+    return int(n)
+
+
+def _refuse_deleted(session: Session, source: Source, key: str, family: str, version: int) -> None:
+    q = session.quote_ident
+    deleted = [r[0] for r in session.query(
+        _sql(session, "deleted_keys", key=q(key), source=source.qualified(session)),
+        [family, version],
+    )]
+    if deleted:
+        raise UnsafeReleaseError(
+            f"records published in {family!r} version {version} were deleted from "
+            f"{source.label} (keys {', '.join(deleted)}); republishing without them would "
+            "expose them by difference. Restore them; deletions are not supported yet"
+        )
+
+
+def _refuse_changed(keys: np.ndarray, changed: np.ndarray, family: str) -> None:
+    if changed.any():
+        shown = ", ".join(str(k) for k in keys[changed][:10])
+        raise UnsafeReleaseError(
+            f"{int(changed.sum())} records published in {family!r} changed a quasi or "
+            f"sensitive value (keys {shown}); republishing them would expose the change. "
+            "Restore the published values; updates are not supported yet"
+        )
+
+
+def random_order(n: int, seed: int | None) -> np.ndarray:
+    """A uniformly random rank per row (CSPRNG unless a test seed is given)."""
+    if seed is None:
+        keys = np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+    else:
+        keys = np.random.default_rng([seed, 1]).integers(0, 2**63, n, dtype=np.uint64)
+    order = np.empty(n, dtype=np.int64)
+    order[np.argsort(keys, kind="stable")] = np.arange(n, dtype=np.int64)
+    return order
+
+
+def write_members(
+    session: Session,
+    family: str,
+    version: int,
+    keys: np.ndarray,
+    group: np.ndarray,
+    cell: np.ndarray,
+    status: np.ndarray,
+    row_hash: np.ndarray,
+) -> None:
+    """Record every record's state for this version (private)."""
+    published = status == "published"
+    session.load_temp(
+        "_sqlanon_members",
+        {
+            "record_key": keys,
+            "group_id": np.where(published, group, 0).astype(np.int64),
+            "cell_id": np.where(published, cell, 0).astype(np.int64),
+            "status": status.astype(object),
+            "row_hash": row_hash,
+        },
+        {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT",
+         "status": "VARCHAR", "row_hash": "VARCHAR"},
+    )
+    session.execute(
+        "UPDATE _sqlanon_members SET group_id = NULL, cell_id = NULL WHERE status <> 'published'"
+    )
+    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
+    session.execute("DROP TABLE _sqlanon_members")
+
+
+def publish_view(session: Session, family: str, table: str) -> None:
+    q = session.quote_ident
+    session.execute(_sql(session, "point_view", family=q(family), release=q(table)))
+
+
+def release_ke(
+    session: Session,
+    source: str,
+    family: str,
+    *,
+    key: str,
+    sensitive: str,
+    quasi: Sequence[str],
+    k: int,
+    e: float,
+    policy: str = "auto",
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Publish the next (k,e)-anonymous version of ``family`` from ``source``.
+
+    Returns a summary: version, table, rows published, groups, rows held back, sum of
+    errors, and the static optimum of the current table for comparison.
+    """
+    k, e = _check_ke_parameters(k, e, policy, seed)
+    if not isinstance(key, str) or not isinstance(sensitive, str):
+        raise ConfigError("key and sensitive must each name one column")
+    quasi = _check_names(family, quasi, [sensitive], key)
+    with session.transaction():
+        session.lock_family(family)
+        src = resolve_source(session, source)
+        key = src.column(key, "key")
+        sensitive = src.column(sensitive, "sensitive")
+        quasi = [src.column(c, "quasi") for c in quasi]
+        if not _NUMERIC.search(src.columns[sensitive].lower()):
+            raise ConfigError(
+                f"sensitive column {sensitive!r} is {src.columns[sensitive]}; (k,e) needs a "
+                "numeric column (cast it in a view, or use the lHD model for categories)"
+            )
+        parameters = {"source": src.label, "key": key, "sensitive": sensitive,
+                      "quasi": quasi, "k": k, "e": e, "policy": policy,
+                      "seeded": seed is not None}
+        last = catalog.latest(session, family)
+        if last is not None and last.model != "ke":
+            raise ConfigError(f"family {family!r} is an {last.model} family, not (k,e)")
+        _check_unchanged(family, last, parameters, ("source", "key", "sensitive", "quasi", "k", "e"))
+        version = 1 if last is None else last.version + 1
+        table = _check_target(session, family, version)
+        source_rows = _profile_source(session, src, key, sensitive)
+        if last is not None:
+            _refuse_deleted(session, src, key, family, last.version)
+
+        q = session.quote_ident
+        rows = session.query_arrays(
+            _sql(session, "ke_read_source", key=q(key), sensitive=q(sensitive),
+                 hashed=_idents(session, [*quasi, sensitive], "src"),
+                 source=src.qualified(session)),
+            [family, 0 if last is None else last.version],
+        )
+        keys, values = rows["record_key"], rows["s"].astype(np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            shown = ", ".join(str(x) for x in keys[bad][:10])
+            raise ConfigError(
+                f"sensitive column {sensitive!r} has {int(bad.sum())} NaN or infinite values "
+                f"(keys {shown}); fix or filter them"
+            )
+        published_before = rows["prev_status"] == "published"
+        _refuse_changed(keys, published_before & (rows["row_hash"] != rows["prev_hash"]), family)
+
+        plan = ke.plan_release(
+            values,
+            np.where(published_before, rows["prev_cell"], -1).astype(np.int64),
+            np.where(published_before, rows["prev_group"], -1).astype(np.int64),
+            k, e, policy,
+        )
+        chosen = plan.group >= 0
+        donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
+        session.load_temp(
+            "_sqlanon_assign",
+            {"record_key": keys[chosen], "s_key": keys[donor[chosen]],
+             "group_id": plan.group[chosen], "ord": random_order(int(chosen.sum()), seed)},
+            {"record_key": "VARCHAR", "s_key": "VARCHAR", "group_id": "INTEGER",
+             "ord": "BIGINT"},
+        )
+        session.execute(_sql(
+            session, "ke_write_release", release=q(table), quasi_q=_idents(session, quasi, "q"),
+            sensitive=q(sensitive), source=src.qualified(session), key=q(key)))
+        session.execute("DROP TABLE _sqlanon_assign")
+        session.execute(_sql(
+            session, "ke_write_bounds", bounds=f"{q('sqlanon')}.{q(table + '_bounds')}",
+            release=q(table), sensitive=q(sensitive)))
+        publish_view(session, family, table)
+        status = np.where(chosen, "published", "held_back")
+        write_members(session, family, version, keys, plan.group, plan.cell, status,
+                      rows["row_hash"])
+        static = _static_optimum(values, k, e)
+        summary = catalog.Release(
+            family=family, version=version, table_name=table, model="ke", source=src.label,
+            parameters=parameters, rows_published=int(chosen.sum()),
+            held_back=int(plan.held_back), suppressed=0, groups=int(plan.groups),
+            sum_of_errors=float(plan.sum_of_errors), source_rows=source_rows,
+            metrics={"static_optimum": static},
+        )
+        catalog.record_release(session, summary)
+    return _summary(summary)
+
+
+def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> tuple[int, float]:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise ConfigError(f"k must be a whole number >= 2, got {k!r}")
+    if isinstance(e, bool) or not isinstance(e, (int, float, np.number)):
+        raise ConfigError(f"e must be a number >= 0, got {e!r}")
+    if math.isnan(float(e)) or float(e) < 0 or math.isinf(float(e)):
+        raise ConfigError(f"e must be a finite number >= 0, got {e!r}")
+    if policy not in KE_POLICIES:
+        raise ConfigError(f"policy must be one of {', '.join(KE_POLICIES)}, got {policy!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise ConfigError(f"seed must be a whole number or NULL, got {seed!r}")
+    return int(k), float(e)
+
+
+def _static_optimum(values: np.ndarray, k: int, e: float) -> float | None:
+    """Sum of errors of the best single release of all current rows (unsafe to publish
+    after earlier versions; the yardstick for the incremental policies)."""
+    try:
+        return float(ke.sum_of_errors(values, ke.optimal_partition(values, k, e)))
+    except InfeasibleError:
+        return None
+
+
+def _summary(release: catalog.Release) -> dict[str, Any]:
+    return {
+        "family": release.family,
+        "version": release.version,
+        "table": release.table_name,
+        "model": release.model,
+        "rows_published": release.rows_published,
+        "held_back": release.held_back,
+        "suppressed": release.suppressed,
+        "groups": release.groups,
+        "sum_of_errors": release.sum_of_errors,
+        "source_rows": release.source_rows,
+        **release.metrics,
+    }

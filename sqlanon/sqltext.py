@@ -1,0 +1,91 @@
+"""SQL kept as files (``sql/<dialect>/``, ``migrations/<dialect>/``), loaded as data.
+
+In a wheel the folders ship inside the package (``sqlanon/_data/``); in a source
+checkout they sit at the repository root. Templates take identifiers only as
+``{name}`` fields filled with names the caller already quoted with
+``Session.quote_ident``: values always travel as ``$n`` parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from sqlanon.errors import ConfigError
+
+_PACKAGE = Path(__file__).resolve().parent
+_FIELD = re.compile(r"\{([a-z_]+)\}")
+_QUOTED = re.compile(r'^("([^"]|"")+"\.)?"([^"]|"")+"$')
+
+
+def data_dir(kind: str) -> Path:
+    """The folder ``sql`` or ``migrations``, wherever this install keeps it."""
+    for candidate in (_PACKAGE / "_data" / kind, _PACKAGE.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"sqlanon is installed without its {kind}/ folder")
+
+
+@cache
+def load(dialect: str, name: str) -> str:
+    """The text of ``sql/<dialect>/<name>.sql``, else of ``sql/common/<name>.sql``."""
+    for folder in (dialect, "common"):
+        path = data_dir("sql") / folder / f"{name}.sql"
+        if path.is_file():
+            return path.read_text()
+    raise FileNotFoundError(f"no sql/{dialect}/{name}.sql or sql/common/{name}.sql")
+
+
+def migrations(dialect: str) -> list[tuple[str, str]]:
+    """``(name, sql)`` of every migration of a dialect, in order."""
+    folder = data_dir("migrations") / dialect
+    return [(p.stem, p.read_text()) for p in sorted(folder.glob("[0-9]*.sql"))]
+
+
+def render(template: str, **quoted: str) -> str:
+    """Fill ``{field}`` slots with already-quoted identifiers (or lists of them).
+
+    Refuses anything that is not a quoted identifier (``"a"`` or ``"s"."t"``) or a
+    comma-separated list of such, so raw text can never reach the SQL.
+    """
+    for field, value in quoted.items():
+        if not all(_QUOTED.match(p) for p in _split_list(value)):
+            raise ValueError(f"render: {field}={value!r} is not a quoted identifier list")
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in quoted:
+            raise KeyError(f"template needs {{{name}}}")
+        return quoted[name]
+
+    return _FIELD.sub(fill, template)
+
+
+def _split_list(value: str) -> list[str]:
+    """Split ``"a", "b""c"`` on the commas outside quotes."""
+    items, current, inside = [], [], False
+    for ch in value:
+        if ch == '"':
+            inside = not inside
+        if ch == "," and not inside:
+            items.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    if current or items:
+        items.append("".join(current).strip())
+    return items
+
+
+_FAMILY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
+
+
+def check_family(family: object) -> str:
+    """A family name becomes table names: letters, digits and ``_`` only."""
+    if not isinstance(family, str) or not _FAMILY.match(family):
+        raise ConfigError(
+            f"family name {family!r} is not allowed: use 1-48 letters, digits or _ "
+            "starting with a letter or _ (it names tables <family>_v<N>)"
+        )
+    return family
