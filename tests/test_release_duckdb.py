@@ -1,0 +1,323 @@
+"""End to end on real DuckDB files: SQL functions, catalog, state, errors, atomicity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+import sqlanon
+from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
+
+RELEASE = (
+    "SELECT sqlanon_release_ke('people', 'people_ke', key := 'id', sensitive := 'salary', "
+    "quasi := ['age', 'sex'], k := 3, e := 10, seed := 7)"
+)
+
+
+def make_people(con: duckdb.DuckDBPyConnection, n: int, start: int = 0, table: str = "people") -> None:
+    rng = np.random.default_rng(start + n)
+    ages = rng.integers(20, 70, n)
+    sexes = rng.choice(["F", "M"], n)
+    salaries = rng.integers(0, 60, n) * 10
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {table} (id INTEGER, age INTEGER, sex VARCHAR, salary INTEGER)"
+    )
+    con.executemany(
+        f"INSERT INTO {table} VALUES (?, ?, ?, ?)",  # noqa: S608
+        [(start + i, int(a), str(s), int(v)) for i, (a, s, v) in enumerate(zip(ages, sexes, salaries))],
+    )
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(tmp_path / "clinic.duckdb"))
+    sqlanon.install(con)
+    make_people(con, 60)
+    yield con
+    con.close()
+
+
+def release(con: duckdb.DuckDBPyConnection, sql: str = RELEASE) -> dict:
+    return json.loads(con.execute(sql).fetchone()[0])
+
+
+def state_snapshot(con: duckdb.DuckDBPyConnection) -> tuple:
+    tables = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables ORDER BY ALL"
+    ).fetchall()
+    releases = con.execute("SELECT family, version FROM sqlanon.releases ORDER BY ALL").fetchall()
+    members = con.execute("SELECT count(*) FROM sqlanon.members").fetchone()
+    return tables, releases, members
+
+
+def check_groups(con: duckdb.DuckDBPyConnection, table: str, k: int, e: float) -> None:
+    for distinct, lo, hi in con.execute(
+        f"SELECT count(DISTINCT salary), min(salary), max(salary) FROM {table} GROUP BY group_id"  # noqa: S608
+    ).fetchall():
+        assert distinct >= k and hi - lo >= e
+
+
+def test_install_is_idempotent(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "x.duckdb"))
+    first = sqlanon.install(con)
+    assert first and sqlanon.install(con) == []
+    assert con.execute("SELECT count(*) FROM sqlanon.migrations").fetchone()[0] == len(first)
+    con.close()
+
+
+def test_first_release_through_sql(db: duckdb.DuckDBPyConnection) -> None:
+    summary = release(db)
+    assert summary["version"] == 1 and summary["table"] == "people_ke_v1"
+    assert summary["rows_published"] == 60 and summary["held_back"] == 0
+    columns = [r[0] for r in db.execute("DESCRIBE people_ke_v1").fetchall()]
+    assert columns == ["age", "sex", "group_id", "salary"]
+    assert db.execute("SELECT count(*) FROM people_ke").fetchone()[0] == 60
+    check_groups(db, "people_ke_v1", 3, 10)
+    # Each group publishes exactly its members' salaries, and every QI row is a real record.
+    truth = db.execute(
+        "SELECT m.group_id, list_sort(list(p.salary)) FROM sqlanon.members m "
+        "JOIN people p ON CAST(p.id AS VARCHAR) = m.record_key WHERE m.family = 'people_ke' "
+        "GROUP BY ALL ORDER BY 1"
+    ).fetchall()
+    published = db.execute(
+        "SELECT group_id, list_sort(list(salary)) FROM people_ke_v1 GROUP BY ALL ORDER BY 1"
+    ).fetchall()
+    assert truth == published
+    assert db.execute(
+        "SELECT count(*) FROM (SELECT age, sex FROM people_ke_v1 EXCEPT ALL SELECT age, sex FROM people)"
+    ).fetchone()[0] == 0
+    row = db.execute(
+        "SELECT model, rows_published, source_rows, parameters->>'k' FROM sqlanon.releases"
+    ).fetchone()
+    assert row == ("ke", 60, 60, "3")
+    assert summary["sum_of_errors"] == pytest.approx(summary["static_optimum"])
+
+
+def test_second_release_after_append(db: duckdb.DuckDBPyConnection) -> None:
+    release(db)
+    make_people(db, 20, start=1000)
+    summary = release(db)
+    assert summary["version"] == 2 and summary["source_rows"] == 80
+    assert summary["rows_published"] + summary["held_back"] == 80
+    assert db.execute("SELECT count(*) FROM people_ke_v1").fetchone()[0] == 60
+    assert db.execute("SELECT count(*) FROM people_ke").fetchone()[0] == summary["rows_published"]
+    check_groups(db, "people_ke_v2", 3, 10)
+    audit = json.loads(db.execute("SELECT sqlanon_audit('people_ke')").fetchone()[0])
+    assert [a["version"] for a in audit] == [1, 2]
+    assert all(a["exposed"] == 0 for a in audit)
+
+
+def test_release_rows_are_shuffled_and_reproducible_with_seed(tmp_path: Path) -> None:
+    orders = []
+    for name in ("a", "b"):
+        con = duckdb.connect(str(tmp_path / f"{name}.duckdb"))
+        sqlanon.install(con)
+        make_people(con, 300)
+        release(con)
+        orders.append(con.execute("SELECT age, sex, salary FROM people_ke_v1").fetchall())
+        ages = np.array([r[0] for r in orders[-1]])
+        source_ages = np.array(
+            [r[0] for r in con.execute("SELECT age FROM people ORDER BY id").fetchall()]
+        )
+        assert not np.array_equal(ages, source_ages)
+        con.close()
+    assert orders[0] == orders[1]  # same seed, same data: same release
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        ("sqlanon_release_ke('nope', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "does not exist"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'wage', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "its columns are"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'sex', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "numeric"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 1, e := 1)",
+         "ConfigError", "k must be"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := -1)",
+         "ConfigError", "e must be"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 100, e := 1)",
+         "InfeasibleError", "k=100"),
+        ("sqlanon_release_ke('people', 'f', key := 'sex', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "not unique"),
+        ("sqlanon_release_ke('people', 'x\"; DROP TABLE people; --', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "family name"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age\"; DROP TABLE people; --'], k := 3, e := 1)",
+         "ConfigError", "not in main.people"),
+        ("sqlanon_release_ke('people; DROP TABLE people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "does not exist"),
+        ("sqlanon_release_ke('people', 'people', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+         "ConfigError", "already exists"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['salary'], k := 3, e := 1)",
+         "ConfigError", "one role"),
+        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1, policy := 'yolo')",
+         "ConfigError", "policy must be"),
+    ],
+)
+def test_bad_input_is_refused_and_nothing_is_written(
+    db: duckdb.DuckDBPyConnection, call: str, error: str, message: str
+) -> None:
+    before = state_snapshot(db)
+    with pytest.raises(duckdb.Error) as info:
+        db.execute(f"SELECT {call}")
+    assert error in str(info.value) and message in str(info.value)
+    assert state_snapshot(db) == before
+
+
+@pytest.mark.parametrize(
+    ("update", "message"),
+    [
+        ("UPDATE people SET id = NULL WHERE id = 3", "NULL values"),
+        ("UPDATE people SET salary = NULL WHERE id = 3", "NULL values"),
+    ],
+)
+def test_null_keys_and_values_are_refused(
+    db: duckdb.DuckDBPyConnection, update: str, message: str
+) -> None:
+    db.execute(update)
+    with pytest.raises(ConfigError, match=message):
+        sqlanon.release_ke(db, "people", "f", key="id", sensitive="salary", quasi=["age"], k=3, e=1)
+    assert db.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0] == 0
+
+
+def test_nan_values_are_refused(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "nan.duckdb"))
+    sqlanon.install(con)
+    con.execute("CREATE TABLE t AS SELECT range AS id, CAST(range AS DOUBLE) AS s FROM range(20)")
+    con.execute("UPDATE t SET s = 'NaN'::DOUBLE WHERE id = 4")
+    with pytest.raises(ConfigError, match="NaN"):
+        sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=[], k=3, e=1)
+    con.close()
+
+
+def test_fewer_than_k_distinct_values(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "few.duckdb"))
+    sqlanon.install(con)
+    con.execute("CREATE TABLE t AS SELECT range AS id, range % 2 AS s FROM range(20)")
+    with pytest.raises(InfeasibleError, match="k=3"):
+        sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=[], k=3, e=0)
+    con.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ("DELETE FROM people WHERE id IN (5, 9)", "5, 9"),
+        ("UPDATE people SET salary = salary + 1 WHERE id = 11", "11"),
+        ("UPDATE people SET age = age + 1 WHERE id = 12", "12"),
+    ],
+)
+def test_deleted_or_changed_published_rows_are_refused(
+    db: duckdb.DuckDBPyConnection, change: str, error: str
+) -> None:
+    release(db)
+    db.execute(change)
+    make_people(db, 10, start=500)
+    before = state_snapshot(db)
+    with pytest.raises(UnsafeReleaseError, match=error):
+        sqlanon.release_ke(
+            db, "people", "people_ke", key="id", sensitive="salary", quasi=["age", "sex"], k=3, e=10
+        )
+    assert state_snapshot(db) == before
+
+
+def test_parameters_cannot_change_within_a_family(db: duckdb.DuckDBPyConnection) -> None:
+    release(db)
+    with pytest.raises(ConfigError, match="start a new family"):
+        sqlanon.release_ke(
+            db, "people", "people_ke", key="id", sensitive="salary", quasi=["age", "sex"], k=4, e=10
+        )
+
+
+KILL_SCRIPT = """
+import os, sys, duckdb, sqlanon
+from sqlanon import release
+con = duckdb.connect(sys.argv[1])
+sqlanon.install(con)
+def die(*args, **kwargs):
+    os._exit(9)  # the process dies after the release table was created, before the commit
+release.write_members = die
+sqlanon.release_ke(con, 'people', 'people_ke', key='id', sensitive='salary', quasi=['age', 'sex'], k=3, e=10)
+"""
+
+
+def test_killed_process_leaves_no_half_release(tmp_path: Path) -> None:
+    path = str(tmp_path / "kill.duckdb")
+    con = duckdb.connect(path)
+    sqlanon.install(con)
+    make_people(con, 60)
+    release(con)
+    make_people(con, 10, start=500)
+    con.close()
+    done = subprocess.run([sys.executable, "-c", KILL_SCRIPT, path], capture_output=True)
+    assert done.returncode == 9, done.stderr
+    con = duckdb.connect(path)
+    sqlanon.install(con)
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert "people_ke_v2" not in tables and "people_ke_v2_bounds" not in tables
+    assert con.execute("SELECT max(version) FROM sqlanon.releases").fetchone()[0] == 1
+    assert con.execute("SELECT max(version) FROM sqlanon.members").fetchone()[0] == 1
+    assert release(con)["version"] == 2
+    con.close()
+
+
+def test_concurrent_releases_of_one_family_stay_consistent(db: duckdb.DuckDBPyConnection) -> None:
+    release(db)
+    make_people(db, 30, start=700)
+    outcomes: list[object] = []
+
+    def run() -> None:
+        try:
+            outcomes.append(sqlanon.release_ke(
+                db, "people", "people_ke", key="id", sensitive="salary", quasi=["age", "sex"],
+                k=3, e=10,
+            )["version"])
+        except ConcurrentReleaseError as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    versions = sorted(o for o in outcomes if isinstance(o, int))
+    assert versions in ([2], [2, 3])
+    catalog = db.execute("SELECT version, rows_published + held_back FROM sqlanon.releases ORDER BY 1").fetchall()
+    assert [v for v, _ in catalog] == list(range(1, len(catalog) + 1))
+    for version, total in catalog:
+        assert db.execute(
+            "SELECT count(*) FROM sqlanon.members WHERE family = 'people_ke' AND version = $1",
+            [version],
+        ).fetchone()[0] == total
+
+
+def test_cli_release_and_bad_input(tmp_path: Path) -> None:
+    path = str(tmp_path / "cli.duckdb")
+    con = duckdb.connect(path)
+    make_people(con, 40)
+    con.close()
+    base = [sys.executable, "-m", "sqlanon.cli"]
+    ok = subprocess.run(
+        [*base, "release-ke", "--db", path, "people", "people_ke", "--key", "id",
+         "--sensitive", "salary", "--quasi", "age", "sex", "--k", "3", "--e", "10"],
+        capture_output=True, text=True,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["version"] == 1
+    bad = subprocess.run(
+        [*base, "release-ke", "--db", path, "people", "people_ke", "--key", "id",
+         "--sensitive", "nope", "--k", "3", "--e", "10"],
+        capture_output=True, text=True,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "sqlanon:" in bad.stderr and "Traceback" not in bad.stderr
+    audit = subprocess.run([*base, "audit", "--db", path, "people_ke"], capture_output=True, text=True)
+    assert audit.returncode == 0 and "exposed" in audit.stdout
