@@ -1,0 +1,1 @@
+"""Pure privacy models: numpy in, numpy out, no database import."""

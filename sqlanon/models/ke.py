@@ -1,0 +1,641 @@
+"""(k,e)-anonymous permutation: static optimum, incremental planner, shuffle.
+
+Pure numpy; no database import. The specification is Model 1 of ``shared/docs/MODELS.md``.
+
+A group satisfies (k,e) when it holds at least ``k`` distinct values of the sensitive
+attribute S and ``max(S) - min(S) >= e``. Both conditions only get easier when records are
+added, which is what every algorithm here relies on:
+
+- the static optimum (minimum sum over groups of max - min) uses contiguous runs of the
+  sorted values, and the valid starts of a run ending at ``i`` form a prefix, so a dynamic
+  programme with a running prefix minimum finds it in O(n) after the sort;
+- the incremental planner keeps old cells whole and groups "elements" (clusters of
+  overlapping cells, and new values outside them) into runs with the same kind of DP.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from sqlanon.errors import ConfigError, InfeasibleError
+
+__all__ = [
+    "KePlan",
+    "SecureRandom",
+    "optimal_partition",
+    "permute_within_groups",
+    "plan_release",
+    "secure_rng",
+    "sum_of_errors",
+]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_parameters(k: int, e: float) -> tuple[int, float]:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise ConfigError(f"k must be an integer >= 2; got {k!r}")
+    if k < 2:
+        raise ConfigError(f"k must be >= 2 (a group needs at least 2 distinct values); got k={k}")
+    try:
+        e_float = float(e)
+    except (TypeError, ValueError):
+        raise ConfigError(f"e must be a number >= 0; got {e!r}") from None
+    if not math.isfinite(e_float) or e_float < 0:
+        raise ConfigError(f"e must be a finite number >= 0; got e={e!r}")
+    return int(k), e_float
+
+
+def _as_values(values: np.ndarray) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ConfigError(f"values must be a 1-D array; got shape {array.shape}")
+    if array.dtype.kind not in "biuf":
+        raise ConfigError(f"values must be numeric; got dtype {array.dtype}")
+    array = array.astype(np.float64, copy=False)
+    if np.isnan(array).any():
+        raise ConfigError(
+            f"the sensitive column has {int(np.isnan(array).sum())} NULL/NaN values; "
+            "filter them out or fill them before releasing"
+        )
+    return array
+
+
+# ------------------------------------------------------------------------ static optimum
+
+
+def _run_starts(ranks: np.ndarray, s: np.ndarray, last: np.ndarray, k: int, e: float) -> np.ndarray:
+    """Largest start p with s[p..last] (k,e)-valid, for each index ``last``; -1 if none.
+
+    ``s`` is sorted and ``ranks`` are its dense ranks, so s[p..last] holds
+    ``ranks[last] - ranks[p] + 1`` distinct values; both conditions hold for every start
+    up to a threshold, found by binary search.
+    """
+    by_rank = np.searchsorted(ranks, ranks[last] - (k - 1), side="right") - 1
+    by_range = np.searchsorted(s, s[last] - e, side="right") - 1
+    return np.minimum(by_rank, by_range)
+
+
+def _dense_ranks(s: np.ndarray) -> np.ndarray:
+    ranks = np.zeros(len(s), dtype=np.int64)
+    if len(s) > 1:
+        ranks[1:] = np.cumsum(s[1:] != s[:-1])
+    return ranks
+
+
+def _infeasible_message(s: np.ndarray, k: int, e: float, what: str) -> str:
+    """Why sorted ``s`` cannot form even one (k,e)-valid group."""
+    distinct = len(np.unique(s))
+    if distinct < k:
+        return (
+            f"k={k} needs {k} distinct values of the sensitive column; {what} has {distinct}. "
+            "Lower k or add records"
+        )
+    spread = float(s[-1] - s[0])
+    return (
+        f"e={e:g} needs a range of at least {e:g} in the sensitive column; {what} spans "
+        f"{spread:g}. Lower e or add records"
+    )
+
+
+def _sorted_partition(s: np.ndarray, ranks: np.ndarray, k: int, e: float) -> np.ndarray:
+    """Optimal run boundaries of sorted ``s``: starts of the runs, ascending, first is 0.
+
+    f[i] = optimal cost of s[0..i-1]; a run s[j..i-1] costs s[i-1] - s[j], so
+    f[i] = s[i-1] + min_{j <= J(i)} (f[j] - s[j]). The caller checks feasibility.
+    """
+    n = len(s)
+    # limit[i] = J(i+1): largest valid start of a run whose last element is s[i].
+    limit = _run_starts(ranks, s, np.arange(n), k, e)
+    # best[j] = min_{j' <= j} (f[j'] - s[j']), arg[j] its argmin; index n (written once,
+    # read through limit == -1) holds +inf so that "no valid start" needs no branch.
+    limit[limit < 0] = n
+    step = np.empty(n, dtype=np.float64)  # f[i] - s[i] = step[i] + best[J(i)] for i >= 1
+    step[0] = 0.0
+    step[1:] = s[:-1] - s[1:]
+    limit_list = limit.tolist()
+    step_list = step.tolist()
+    best = [math.inf] * (n + 1)
+    arg = [0] * (n + 1)
+    current = -float(s[0])
+    current_arg = 0
+    best[0] = current
+    for i in range(1, n):
+        candidate = best[limit_list[i - 1]] + step_list[i]
+        if candidate < current:
+            current = candidate
+            current_arg = i
+        best[i] = current
+        arg[i] = current_arg
+    starts = []
+    end = n
+    while end > 0:
+        start = arg[limit_list[end - 1]]
+        starts.append(start)
+        end = start
+    starts.reverse()
+    return np.asarray(starts, dtype=np.int64)
+
+
+def optimal_partition(values: np.ndarray, k: int, e: float) -> np.ndarray:
+    """Partition records into (k,e)-valid groups minimising the sum of (max - min).
+
+    Returns the group id of every record (int64, same order as ``values``); ids 0..g-1 are
+    numbered in ascending value order. O(n log n) for the sort, O(n) for the DP.
+
+    >>> optimal_partition(np.array([5, 1, 2, 9, 8]), k=2, e=1).tolist()
+    [1, 0, 0, 1, 1]
+
+    Raises ``InfeasibleError`` when the data has fewer than ``k`` distinct values or a range
+    below ``e``, and ``ConfigError`` for a bad ``k``, ``e`` or NaN values.
+    """
+    k, e = _check_parameters(k, e)
+    v = _as_values(values)
+    n = len(v)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(v, kind="stable")
+    s = v[order]
+    ranks = _dense_ranks(s)
+    if ranks[-1] + 1 < k or s[-1] - s[0] < e:
+        raise InfeasibleError(_infeasible_message(s, k, e, "the data"))
+    starts = _sorted_partition(s, ranks, k, e)
+    sorted_group = np.zeros(n, dtype=np.int64)
+    sorted_group[starts[1:]] = 1
+    sorted_group = np.cumsum(sorted_group)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = sorted_group
+    return group
+
+
+def sum_of_errors(values: np.ndarray, group: np.ndarray) -> float:
+    """Sum over groups of (max - min) of ``values``; records with group -1 are ignored."""
+    v = _as_values(values)
+    g = np.asarray(group, dtype=np.int64)
+    if g.shape != v.shape:
+        raise ConfigError(f"values and group differ in length: {len(v)} and {len(g)}")
+    keep = g >= 0
+    if not keep.any():
+        return 0.0
+    v, g = v[keep], g[keep]
+    ids, inverse = np.unique(g, return_inverse=True)
+    low = np.full(len(ids), np.inf)
+    high = np.full(len(ids), -np.inf)
+    np.minimum.at(low, inverse, v)
+    np.maximum.at(high, inverse, v)
+    return float((high - low).sum())
+
+
+# ------------------------------------------------------------------ incremental planner
+
+
+@dataclass(frozen=True)
+class KePlan:
+    """One version of a (k,e) release, per candidate record (same order as the input).
+
+    ``group``: group id 0..g-1 in ascending order of group minimum, -1 = held back.
+    ``cell``: the record's cell after this version (records with the same first version and
+    the same group in every version), dense ids 0..c-1, -1 = held back.
+    """
+
+    group: np.ndarray
+    cell: np.ndarray
+    sum_of_errors: float
+    groups: int
+    held_back: int
+
+
+POLICIES = ("auto", "merge", "defer", "paper")
+
+#: ``auto``'s default penalty per held-back row, as a multiple of the per-row error of the
+#: static optimum of all candidate records (chosen by ``bench/ke_policies_pure.py``).
+DEFAULT_HOLD_FACTOR = 1.0
+
+#: ``auto`` never holds back more than this fraction of the candidate records when merging
+#: can avoid it: it raises the penalty until the plan fits.
+HELD_BACK_CAP = 0.05
+
+
+def plan_release(
+    values: np.ndarray,
+    prev_cell: np.ndarray,
+    prev_group: np.ndarray,
+    k: int,
+    e: float,
+    policy: str = "auto",
+    hold_penalty: float | None = None,
+) -> KePlan:
+    """Plan the next version of a (k,e) release so that every cell stays (k,e)-valid.
+
+    ``values`` holds S of every candidate record: published before, held back before, or
+    new. ``prev_cell``/``prev_group`` give each record's cell and group in the last version,
+    -1 when it was never published. When no record was published before, this is a first
+    version: the static optimum of everything, or ``InfeasibleError``.
+
+    Every published record is published again and old cells are kept whole, so each old
+    cell's new cell is (old cell, new group), still valid. The records never published
+    before that join a group form one new cell, so they must be (k,e)-valid among
+    themselves; the others are held back (offered again next version). The optimal
+    grouping for fixed cells is a sequence of runs over "elements": atoms (maximal sets of
+    cells whose value intervals overlap, with the new values inside them) and new values
+    outside every atom, in ascending order. A run costs (right end of its last element -
+    left end of its first); it is allowed when its new values are (k,e)-valid, or when it
+    is one atom whose new values are all held back. A new value outside atoms may be held
+    back alone. The DP over runs is O(M) after sorting. Policies:
+
+    - ``merge``: minimise (held-back rows, sum of errors) lexicographically: rows are held
+      back only when the new rows together are not (k,e)-valid.
+    - ``defer``: never put two atoms in one group (old groups are not merged; a group may
+      be split along its cells, which are valid on their own); minimise (held-back rows,
+      sum of errors) lexicographically.
+    - ``auto`` (default): minimise ``sum of errors + hold_penalty * held-back rows``
+      (ties: fewer held back). Default ``hold_penalty``: ``DEFAULT_HOLD_FACTOR`` times the
+      per-row error of the static optimum of all candidate values (sum of errors of
+      ``optimal_partition(values)`` / n). If the plan holds back more than
+      ``HELD_BACK_CAP`` (5%) of the candidates, the penalty is multiplied by 4 until it
+      does not (at most 8 times, then the ``merge`` plan is used).
+    - ``paper``: the seeds' published rule (``sqlanon.models.ke_paper``), unsafe, for
+      reproducing their figures only.
+    """
+    k, e = _check_parameters(k, e)
+    if policy not in POLICIES:
+        raise ConfigError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
+    if hold_penalty is not None:
+        if policy != "auto":
+            raise ConfigError(f"hold_penalty only applies to policy 'auto', not {policy!r}")
+        if not math.isfinite(float(hold_penalty)) or float(hold_penalty) < 0:
+            raise ConfigError(f"hold_penalty must be a finite number >= 0; got {hold_penalty!r}")
+    v = _as_values(values)
+    cell = _as_ids(prev_cell, len(v), "prev_cell")
+    group = _as_ids(prev_group, len(v), "prev_group")
+    old = cell >= 0
+    if not np.array_equal(old, group >= 0):
+        raise ConfigError(
+            "prev_cell and prev_group must both be -1 exactly for unpublished records"
+        )
+    if not old.any():
+        first = optimal_partition(v, k, e)
+        return _make_plan(v, first, first.copy())
+    if policy == "paper":
+        from sqlanon.models.ke_paper import plan_paper
+
+        return plan_paper(v, cell, group, k, e)
+    cell_dense = _check_old_cells(v, cell, group, k, e)
+    elements = _Elements.build(v, cell_dense, k, e)
+    if policy == "merge":
+        runs = _best_runs(elements, lexicographic=True, one_atom=False, penalty=0.0)
+    elif policy == "defer":
+        runs = _best_runs(elements, lexicographic=True, one_atom=True, penalty=0.0)
+    else:
+        runs = _auto_runs(v, elements, k, e, hold_penalty)
+    return _plan_from_runs(v, cell_dense, elements, runs)
+
+
+def _as_ids(ids: np.ndarray, n: int, name: str) -> np.ndarray:
+    array = np.asarray(ids)
+    if array.shape != (n,):
+        raise ConfigError(f"{name} must have one entry per value ({n}); got shape {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise ConfigError(f"{name} must hold integers (-1 = not published); got {array.dtype}")
+    array = array.astype(np.int64, copy=False)
+    if (array < -1).any():
+        raise ConfigError(f"{name} must be >= -1 (-1 = not published)")
+    return array
+
+
+def _check_old_cells(v: np.ndarray, cell: np.ndarray, group: np.ndarray, k: int, e: float):
+    """Dense cell ids (0..c-1, -1 for unpublished); refuses inconsistent or invalid cells."""
+    old = cell >= 0
+    ids, inverse = np.unique(cell[old], return_inverse=True)
+    pairs = np.unique(np.stack([inverse, group[old]]), axis=1)
+    if pairs.shape[1] != len(ids):
+        raise ConfigError(
+            "every record of a cell must have the same prev_group; the state is corrupt"
+        )
+    distinct, low, high = _cell_stats(v[old], inverse, len(ids))
+    bad = np.flatnonzero((distinct < k) | (high - low < e))
+    if len(bad):
+        c = bad[0]
+        raise ConfigError(
+            f"published cell {int(ids[c])} has {int(distinct[c])} distinct values and range "
+            f"{float(high[c] - low[c]):g}, below k={k}, e={e:g}: a release family must keep "
+            "the k and e of its first version"
+        )
+    dense = np.full(len(v), -1, dtype=np.int64)
+    dense[old] = inverse
+    return dense
+
+
+def _cell_stats(v: np.ndarray, cell: np.ndarray, count: int):
+    """Per cell 0..count-1: (distinct values, min, max)."""
+    order = np.lexsort((v, cell))
+    c, s = cell[order], v[order]
+    first = np.ones(len(s), dtype=bool)
+    first[1:] = (c[1:] != c[:-1]) | (s[1:] != s[:-1])
+    distinct = np.bincount(c[first], minlength=count)
+    low = np.full(count, np.inf)
+    high = np.full(count, -np.inf)
+    np.minimum.at(low, c, s)
+    np.maximum.at(high, c, s)
+    return distinct, low, high
+
+
+@dataclass(frozen=True)
+class _Elements:
+    """The units the planner groups, in ascending value order.
+
+    An atom is a maximal set of old cells whose value intervals overlap (they share more
+    than an end point); any group holding one of them can take the others at no extra
+    cost, so they always go together. A new value inside an atom's interval belongs to
+    that atom; every other new value is an element of its own. Elements are disjoint
+    intervals, so the new values of consecutive elements are consecutive in sorted order.
+    """
+
+    left: np.ndarray  # float, per element
+    right: np.ndarray
+    is_atom: np.ndarray  # bool
+    new_start: np.ndarray  # first index into new_records of the element's new values
+    new_count: np.ndarray
+    atom_of_cell: np.ndarray  # element index of every old cell
+    new_records: np.ndarray  # record index of every new value, sorted by value
+    element_of_new: np.ndarray  # element index of every entry of new_records
+    last_valid_start: np.ndarray  # per element t: largest j with elements j..t a valid run
+
+    @staticmethod
+    def build(v: np.ndarray, cell: np.ndarray, k: int, e: float) -> _Elements:
+        old = cell >= 0
+        count = int(cell.max()) + 1
+        low = np.full(count, np.inf)
+        high = np.full(count, -np.inf)
+        np.minimum.at(low, cell[old], v[old])
+        np.maximum.at(high, cell[old], v[old])
+        by_low = np.argsort(low, kind="stable")
+        reach = np.maximum.accumulate(high[by_low])
+        starts_atom = np.ones(count, dtype=bool)
+        starts_atom[1:] = low[by_low][1:] >= reach[:-1]
+        atom_sorted = np.cumsum(starts_atom) - 1
+        atoms = int(atom_sorted[-1]) + 1
+        atom_left = low[by_low][starts_atom]
+        atom_right = np.full(atoms, -np.inf)
+        np.maximum.at(atom_right, atom_sorted, high[by_low])
+        atom_of_cell = np.empty(count, dtype=np.int64)
+        atom_of_cell[by_low] = atom_sorted
+
+        new_records = np.flatnonzero(~old)
+        new_records = new_records[np.argsort(v[new_records], kind="stable")]
+        x = v[new_records]
+        atom = np.searchsorted(atom_left, x, side="right") - 1
+        inside = (atom >= 0) & (x <= atom_right[np.maximum(atom, 0)])
+        free = np.flatnonzero(~inside)
+
+        keys = np.concatenate([atom_left, x[free]])
+        order = np.argsort(keys, kind="stable")
+        element_of = np.empty(len(keys), dtype=np.int64)
+        element_of[order] = np.arange(len(keys))
+        atom_element = element_of[:atoms]
+        element_of_new = np.empty(len(x), dtype=np.int64)
+        element_of_new[inside] = atom_element[atom[inside]]
+        element_of_new[free] = element_of[atoms:]
+
+        m = len(keys)
+        is_atom = np.zeros(m, dtype=bool)
+        is_atom[atom_element] = True
+        left = keys[order]
+        right = left.copy()
+        right[atom_element] = atom_right
+        new_start = np.searchsorted(element_of_new, np.arange(m), side="left")
+        new_count = np.diff(np.append(new_start, len(x)))
+
+        # Run j..t has new values x[new_start[j] : new_start[t] + new_count[t]]; it is valid
+        # iff its first new value is at or before the last valid start for its last one.
+        last_valid_start = np.full(m, -1, dtype=np.int64)
+        last_new = new_start + new_count - 1
+        if len(x):
+            ranks = _dense_ranks(x)
+            start = _run_starts(ranks, x, np.maximum(last_new, 0), k, e)
+            has = (last_new >= 0) & (start >= 0)
+            last_valid_start[has] = np.searchsorted(new_start, start[has], side="right") - 1
+        return _Elements(
+            left=left,
+            right=right,
+            is_atom=is_atom,
+            new_start=new_start,
+            new_count=new_count,
+            atom_of_cell=atom_element[atom_of_cell],
+            new_records=new_records,
+            element_of_new=element_of_new,
+            last_valid_start=last_valid_start,
+        )
+
+
+_HOLD = -1
+
+
+def _best_runs(
+    elements: _Elements, *, lexicographic: bool, one_atom: bool, penalty: float
+) -> list[tuple[int, int, bool]]:
+    """Optimal runs ``(start, end, publish_new)`` over the elements, ascending.
+
+    f[t] = best score of elements 0..t-1; a score is a pair compared lexicographically:
+    (held back, error) when ``lexicographic``, else (error + penalty * held back, held
+    back). A run j..t-1 that publishes its new values scores right[t-1] - left[j] on the
+    error; its valid starts are j <= last_valid_start[t-1] (a prefix), and with
+    ``one_atom`` also j >= the first start that leaves at most one atom in the run. Both
+    bounds only grow with t, so a monotone deque gives the window minimum of
+    f[j] - left[j] in O(1) amortised. Element t-1 alone may instead hold back its new
+    values (an atom keeps its old cells published: its range is still paid).
+    """
+    m = len(elements.left)
+    held = np.where(elements.is_atom, elements.new_count, 1).astype(np.float64)
+    span = elements.right - elements.left
+    zero = np.zeros(m)
+    if lexicographic:
+        hold_a, hold_b = held, span
+        open_a, open_b = zero, -elements.left
+        close_a, close_b = zero, elements.right
+    else:
+        hold_a, hold_b = span + penalty * held, held
+        open_a, open_b = -elements.left, zero
+        close_a, close_b = elements.right, zero
+    if one_atom:
+        atoms_seen = np.cumsum(elements.is_atom)
+        atom_at = np.flatnonzero(elements.is_atom)
+        lowest = np.zeros(m, dtype=np.int64)
+        two = atoms_seen >= 2
+        lowest[two] = atom_at[atoms_seen[two] - 2] + 1
+    else:
+        lowest = np.zeros(m, dtype=np.int64)
+
+    hold_list = list(zip(hold_a.tolist(), hold_b.tolist(), strict=True))
+    open_list = list(zip(open_a.tolist(), open_b.tolist(), strict=True))
+    close_list = list(zip(close_a.tolist(), close_b.tolist(), strict=True))
+    upper = elements.last_valid_start.tolist()
+    lower = lowest.tolist()
+    f: list[tuple[float, float]] = [(0.0, 0.0)] * (m + 1)
+    choice = [_HOLD] * (m + 1)
+    window: deque[tuple[float, float, int]] = deque()
+    pushed = 0
+    for t in range(1, m + 1):
+        previous = f[t - 1]
+        hold = hold_list[t - 1]
+        best = (previous[0] + hold[0], previous[1] + hold[1])
+        chosen = _HOLD
+        top = upper[t - 1]
+        while pushed <= top:
+            base, add = f[pushed], open_list[pushed]
+            entry = (base[0] + add[0], base[1] + add[1], pushed)
+            while window and entry[:2] <= window[-1][:2]:
+                window.pop()
+            window.append(entry)
+            pushed += 1
+        bottom = lower[t - 1]
+        while window and window[0][2] < bottom:
+            window.popleft()
+        if window:
+            low_a, low_b, j = window[0]
+            close = close_list[t - 1]
+            candidate = (low_a + close[0], low_b + close[1])
+            if candidate < best:
+                best, chosen = candidate, j
+        f[t] = best
+        choice[t] = chosen
+
+    runs = []
+    t = m
+    while t > 0:
+        if choice[t] == _HOLD:
+            runs.append((t - 1, t, False))
+            t -= 1
+        else:
+            runs.append((choice[t], t, True))
+            t = choice[t]
+    runs.reverse()
+    return runs
+
+
+def _held_back(elements: _Elements, runs: list[tuple[int, int, bool]]) -> int:
+    held = 0
+    for start, _end, publish in runs:
+        if not publish:
+            held += int(elements.new_count[start]) if elements.is_atom[start] else 1
+    return held
+
+
+def _auto_runs(
+    v: np.ndarray, elements: _Elements, k: int, e: float, hold_penalty: float | None
+) -> list[tuple[int, int, bool]]:
+    if hold_penalty is not None:
+        return _best_runs(elements, lexicographic=False, one_atom=False, penalty=hold_penalty)
+    per_row = sum_of_errors(v, optimal_partition(v, k, e)) / len(v)
+    penalty = DEFAULT_HOLD_FACTOR * per_row
+    cap = HELD_BACK_CAP * len(v)
+    for _ in range(9):
+        runs = _best_runs(elements, lexicographic=False, one_atom=False, penalty=penalty)
+        if _held_back(elements, runs) <= cap:
+            return runs
+        penalty *= 4.0
+    return _best_runs(elements, lexicographic=True, one_atom=False, penalty=0.0)
+
+
+def _plan_from_runs(
+    v: np.ndarray, cell: np.ndarray, elements: _Elements, runs: list[tuple[int, int, bool]]
+) -> KePlan:
+    m = len(elements.left)
+    element_group = np.full(m, -1, dtype=np.int64)
+    publishes = np.zeros(m, dtype=bool)
+    groups = 0
+    for start, end, publish in runs:
+        if publish or elements.is_atom[start]:
+            element_group[start:end] = groups
+            publishes[start:end] = publish
+            groups += 1
+    group = np.full(len(v), -1, dtype=np.int64)
+    old = cell >= 0
+    group[old] = element_group[elements.atom_of_cell[cell[old]]]
+    new_element = elements.element_of_new
+    group[elements.new_records] = np.where(publishes[new_element], element_group[new_element], -1)
+    return _make_plan(v, group, _next_cells(cell, group))
+
+
+def _next_cells(cell: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Dense ids of (old cell or "new", group) for every published record; -1 otherwise."""
+    published = group >= 0
+    key = group[published] * (int(cell.max()) + 2) + (cell[published] + 1)
+    out = np.full(len(group), -1, dtype=np.int64)
+    out[published] = np.unique(key, return_inverse=True)[1]
+    return out
+
+
+def _make_plan(v: np.ndarray, group: np.ndarray, cell: np.ndarray) -> KePlan:
+    return KePlan(
+        group=group,
+        cell=cell,
+        sum_of_errors=sum_of_errors(v, group),
+        groups=int(group.max()) + 1 if len(group) else 0,
+        held_back=int((group < 0).sum()),
+    )
+
+
+# --------------------------------------------------------------------------------- shuffle
+
+
+class SecureRandom:
+    """Randomness for releases: the OS CSPRNG (``os.urandom``) unless seeded.
+
+    numpy's generators are fast but not cryptographic, so an unseeded ``SecureRandom``
+    reads every random bit from ``os.urandom``. A seed switches to
+    ``np.random.default_rng(seed)``: reproducible, for tests only.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seeded = seed is not None
+        self._generator = None if seed is None else np.random.default_rng(seed)
+
+    def uint64(self, n: int) -> np.ndarray:
+        """``n`` independent uniform 64-bit unsigned integers."""
+        if self._generator is None:
+            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+        return self._generator.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniformly random permutation of ``range(n)`` (e.g. for a release's row order)."""
+        return permute_within_groups(np.zeros(n, dtype=np.int64), self)
+
+
+def secure_rng(seed: int | None = None) -> SecureRandom:
+    """The random source for a release: OS CSPRNG with ``seed=None``, seeded for tests."""
+    return SecureRandom(seed)
+
+
+def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
+    """A uniformly random permutation ``p`` that maps each record to one of its group.
+
+    ``values[p]`` shuffles the values within every group: ``p[i]`` is the record whose
+    value record ``i`` shows. Records with group -1 (held back) are not shuffled:
+    ``p[i] = i``. Each record gets two random 64-bit keys, and sorting by (group, keys)
+    orders every group uniformly at random (a tie on 128 bits is negligible).
+
+    >>> p = permute_within_groups(np.array([0, 0, 1, -1, 1]), secure_rng(7))
+    >>> sorted(p[[0, 1]].tolist()), sorted(p[[2, 4]].tolist()), int(p[3])
+    ([0, 1], [2, 4], 3)
+    """
+    g = np.asarray(group, dtype=np.int64)
+    if g.ndim != 1:
+        raise ConfigError(f"group must be a 1-D array; got shape {g.shape}")
+    n = len(g)
+    keys = rng.uint64(2 * n)
+    # Sorting by group (then keys) puts each group's records in one slot range in the same
+    # order twice: once by index (slots) and once shuffled (sources).
+    slots = np.argsort(g, kind="stable")
+    sources = np.lexsort((keys[:n], keys[n:], g))
+    p = np.arange(n, dtype=np.int64)
+    p[slots] = sources
+    held = g < 0
+    p[held] = np.flatnonzero(held)
+    return p
