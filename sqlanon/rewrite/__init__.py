@@ -1,0 +1,69 @@
+"""Analyst SQL in, interval SQL out.
+
+    >>> sql = rewrite(
+    ...     "SELECT sex, SUM(capital_loss) AS loss FROM adult_ke WHERE age > 30 GROUP BY sex",
+    ...     catalog,
+    ...     "postgres",
+    ... )  # doctest: +SKIP
+
+The output has one row per group with ``<name>_low``, ``<name>_high`` and ``<name>_est``
+for each aggregate (``<name>`` is the alias, else e.g. ``sum_capital_loss`` or
+``count_star``), plus the bare ``<name>`` for a COUNT that is exact. The true answer over
+the private source always lies in [low, high]. The output reads only the release table
+and its bounds table; :func:`rewrite` checks that on the generated tree before returning.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewrite import ke
+from sqlanon.rewrite.analyze import analyze
+from sqlanon.rewrite.catalog import (
+    BOUNDS_SCHEMA,
+    Catalog,
+    ReleaseInfo,
+    catalog_from_rows,
+)
+
+__all__ = ["Catalog", "ReleaseInfo", "catalog_from_rows", "rewrite"]
+
+
+def rewrite(sql: str, catalog: Catalog, dialect: str = "duckdb") -> str:
+    """Rewrite one aggregate query over a release into interval SQL for ``dialect``.
+
+    ``sql`` is parsed in ``dialect`` (any sqlglot dialect) and the answer generated in it.
+    Raises :class:`~sqlanon.errors.UnsupportedQueryError` naming the part that cannot be
+    answered soundly (joins, subqueries, HAVING, tables other than releases...).
+    """
+    query = analyze(sql, catalog, dialect)
+    if query.release.model != "ke":
+        raise UnsupportedQueryError(
+            f"release {query.release.table!r} is an lHD release; interval answers over "
+            "lHD releases are not available yet"
+        )
+    tree = ke.build(query)
+    _check_reads(tree, query.release)
+    return tree.sql(dialect=dialect)
+
+
+def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
+    """Refuse to return SQL reading anything but the release and its bounds table."""
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    allowed = {("", release.table)}
+    if release.bounds_table is not None:
+        allowed.add((BOUNDS_SCHEMA, release.bounds_table))
+    if release.table in ctes:
+        raise UnsupportedQueryError(
+            f"release table name {release.table!r} clashes with the rewriter's CTEs"
+        )
+    for table in tree.find_all(exp.Table):
+        if table.args.get("catalog"):
+            raise AssertionError(f"rewritten SQL reads {table.sql()}")
+        if (table.db, table.name) in allowed or (not table.db and table.name in ctes):
+            continue
+        raise AssertionError(f"rewritten SQL reads {table.sql()}, which is not the release")
+    for node in tree.walk():
+        if isinstance(node, exp.Anonymous | exp.ReadCSV | exp.Command):
+            raise AssertionError(f"rewritten SQL calls {node.sql()}")

@@ -1,0 +1,134 @@
+"""What the rewriter knows about releases: one :class:`ReleaseInfo` per release version.
+
+The rewriter never looks at the database; it is handed a *catalog*, a mapping from every
+name an analyst may write in ``FROM`` to the release it means:
+
+- the versioned table name (``adult_ke_v3``) maps to that version;
+- the family name (``adult_ke``, the view of the newest version) maps to the newest one.
+
+Backends build it from ``sqlanon.releases`` with :func:`catalog_from_rows`::
+
+    rows = session.query(
+        "SELECT family, version, table_name, model, parameters FROM sqlanon.releases")
+    catalog = catalog_from_rows(rows)
+    sql = rewrite("SELECT COUNT(*) FROM adult_ke WHERE age > 30", catalog, "duckdb")
+
+Rewritten SQL always reads the versioned table (and its bounds table), never the family
+view, so the answer cannot mix two versions if a release lands while it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlanon.errors import ConfigError
+
+Model = Literal["ke", "lhd"]
+
+#: Schema holding the per-release bounds tables (and the private catalog).
+BOUNDS_SCHEMA = "sqlanon"
+
+_KEY_COLUMN: dict[str, str] = {"ke": "group_id", "lhd": "class_id"}
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """One release version as the rewriter sees it.
+
+    ``table`` is the release table (unqualified, found through the search path);
+    ``bounds_table`` is the name of the (k,e) bounds table inside schema ``sqlanon``
+    (``None`` for lHD releases). ``quasi`` and ``sensitive`` are the published column
+    names, spelled as in the database.
+    """
+
+    family: str
+    version: int
+    table: str
+    model: Model
+    quasi: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    bounds_table: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.model not in _KEY_COLUMN:
+            raise ConfigError(
+                f"release {self.table!r}: model must be 'ke' or 'lhd', got {self.model!r}"
+            )
+        object.__setattr__(self, "quasi", tuple(self.quasi))
+        object.__setattr__(self, "sensitive", tuple(self.sensitive))
+        if self.model == "ke":
+            if len(self.sensitive) != 1:
+                raise ConfigError(
+                    f"(k,e) release {self.table!r} needs exactly one sensitive column, "
+                    f"got {list(self.sensitive)}"
+                )
+            if self.bounds_table is None:
+                raise ConfigError(f"(k,e) release {self.table!r} needs its bounds table")
+
+    @property
+    def key_column(self) -> str:
+        """The public grouping column: ``group_id`` for (k,e), ``class_id`` for lHD."""
+        return _KEY_COLUMN[self.model]
+
+
+Catalog = Mapping[str, ReleaseInfo]
+
+
+def _names(value: Any, what: str, table: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"release {table!r}: parameters.{what} must be a list of column names")
+
+
+def catalog_from_rows(rows: Iterable[Sequence[Any]]) -> dict[str, ReleaseInfo]:
+    """Build the rewriter's catalog from rows of ``sqlanon.releases``.
+
+    Each row is ``(family, version, table_name, model, parameters)``; ``parameters`` is the
+    JSON text (or an already decoded dict) holding ``"quasi"`` and ``"sensitive"``, each a
+    list of column names (a single name is accepted for ``"sensitive"``). The bounds table
+    of a (k,e) release is ``sqlanon."<table_name>_bounds"``.
+
+    Returns a dict keyed by every versioned table name and by every family name (mapped
+    to its newest version).
+    """
+    catalog: dict[str, ReleaseInfo] = {}
+    newest: dict[str, ReleaseInfo] = {}
+    for family, version, table_name, model, parameters in rows:
+        params = json.loads(parameters) if isinstance(parameters, str | bytes) else parameters
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"release {table_name!r}: parameters must be a JSON object")
+        for key in ("quasi", "sensitive"):
+            if key not in params:
+                raise ConfigError(f"release {table_name!r}: parameters lack {key!r}")
+        info = ReleaseInfo(
+            family=str(family),
+            version=int(version),
+            table=str(table_name),
+            model=model,
+            quasi=_names(params["quasi"], "quasi", table_name),
+            sensitive=_names(params["sensitive"], "sensitive", table_name),
+            bounds_table=f"{table_name}_bounds" if model == "ke" else None,
+        )
+        catalog[info.table] = info
+        if info.family not in newest or newest[info.family].version < info.version:
+            newest[info.family] = info
+    for family, info in newest.items():
+        if family in catalog and catalog[family] is not info:
+            raise ConfigError(f"family name {family!r} is also the name of a release table")
+        catalog[family] = info
+    return catalog
+
+
+def lookup(catalog: Catalog, name: str) -> ReleaseInfo | None:
+    """The release ``name`` refers to: exact match first, then case-insensitive."""
+    if name in catalog:
+        return catalog[name]
+    folded = [info for key, info in catalog.items() if key.lower() == name.lower()]
+    if len({id(info) for info in folded}) == 1:
+        return folded[0]
+    return None

@@ -1,0 +1,529 @@
+"""Interval SQL over a (k,e) release.
+
+A (k,e) release publishes the quasi-identifiers exactly and permutes the sensitive column
+S uniformly at random within each group, so each group's multiset of S is public. For
+one output group G (the analyst's GROUP BY key) and one release group g, a *cell* holds
+the m records of g that satisfy the QI part of WHERE and carry key G. Every m-subset of
+g's n values can be the one those records hold, which gives (MODELS.md, "Aggregate
+answers"):
+
+- COUNT(*) = m exactly; SUM in [sum of m smallest, sum of m largest] (bounds table
+  lookup at rank m); MIN of the cell in [rank 1, rank n-m+1]; MAX in [rank m, rank n].
+  Cells of one output group hold disjoint records of each group's permutation, but each
+  output row is answered on its own, so per-row intervals are the sums/mins over cells.
+- With a predicate on S (c of g's values satisfy it) the cell holds j matching values,
+  lo = max(0, m+c-n) <= j <= hi = min(m, c), and any j-subset of the c satisfying values
+  is possible. SUM low = sum of the lo smallest + the negative values among ranks
+  lo+1..hi (prefix sums of sorted values are minimal where the values turn positive);
+  high symmetric. AVG low = min over t of (forced lo-smallest of every cell + t smallest
+  optional values) / (L + t): the running minimum over the merged pool (exchange
+  argument: for a fixed total count the cheapest choice is forced + smallest optional).
+
+Estimates are expectations under the permutation (m*c/n matches, m*mean sums); for
+MIN/MAX the value at the expected rank of the minimum of j draws out of c,
+floor((c+1)/(E[j]+1)), which lies inside the interval.
+
+A SUM whose count may be 0 is bounded as COALESCE(SUM, 0): the SQL answer is NULL exactly
+when no record matches. SUM/AVG/MIN/MAX are NULL where no record can match.
+
+The sensitive column of a (k,e) release is never NULL (the release refuses NULL values),
+so COUNT(S) is COUNT(*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
+from sqlanon.rewrite.catalog import BOUNDS_SCHEMA
+
+CTE_PREFIX = "sqlanon_"
+
+
+def _f(fragment: str) -> exp.Expr:
+    """An expression over the rewriter's own internal names (never analyst text)."""
+    return sqlglot.parse_one(fragment)
+
+
+def _col(table: str, name: str) -> exp.Column:
+    """A quoted reference to a release column (names come from the catalog)."""
+    return exp.column(name, table=table, quoted=True)
+
+
+def _qualified(predicate: exp.Expr, table: str) -> exp.Expr:
+    def qualify(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column):
+            return _col(table, node.name)
+        return node
+
+    return predicate.copy().transform(qualify)
+
+
+def _conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
+    node = predicate.unnest()
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def split_predicate(
+    predicate: exp.Expr | None, sensitive: str
+) -> tuple[exp.Expr | None, exp.Expr | None]:
+    """(QI part, S part) of a WHERE tree, or UnsupportedQueryError for a mixed condition.
+
+    Top-level AND terms are sorted by the columns they read; a term that reads both the
+    sensitive column and a quasi-identifier (``age > 30 OR loss > 5``) would need a joint
+    optimisation per group and is refused.
+    """
+    if predicate is None:
+        return None, None
+    qi: list[exp.Expr] = []
+    s: list[exp.Expr] = []
+    for term in _conjuncts(predicate):
+        names = {c.name for c in term.find_all(exp.Column)}
+        if sensitive in names and len(names) > 1:
+            raise UnsupportedQueryError(
+                f"a condition mixing the sensitive column with quasi-identifiers is not "
+                f"supported: {term.sql()}; combine conditions on {sensitive!r} with the "
+                "others by AND only"
+            )
+        (s if sensitive in names else qi).append(term)
+    return (exp.and_(*qi) if qi else None), (exp.and_(*s) if s else None)
+
+
+def _window(
+    func: exp.Expr,
+    partition: Sequence[exp.Expr],
+    order: Sequence[exp.Ordered] = (),
+    running: bool = False,
+) -> exp.Window:
+    spec = (
+        exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW")
+        if running
+        else None
+    )
+    return exp.Window(
+        this=func,
+        partition_by=[p.copy() for p in partition] or None,
+        order=exp.Order(expressions=[o.copy() for o in order]) if order else None,
+        spec=spec,
+        over="OVER",
+    )
+
+
+def _double(e: exp.Expr | str) -> exp.Cast:
+    return exp.cast(_f(e) if isinstance(e, str) else e, "DOUBLE")
+
+
+@dataclass
+class _Plan:
+    """Names shared by the CTEs of one rewrite."""
+
+    query: Query
+    groups: list[str] = field(default_factory=list)  # internal names g0, g1...
+    counts: dict[str | None, str] = field(default_factory=dict)  # COUNT arg -> m column
+
+    @property
+    def sensitive(self) -> str:
+        return self.query.release.sensitive[0]
+
+    def release(self, alias: str) -> exp.Table:
+        return exp.table_(self.query.release.table, quoted=True, alias=alias)
+
+    def bounds(self, alias: str) -> exp.Table:
+        table = self.query.release.bounds_table
+        assert table is not None
+        return exp.table_(table, db=BOUNDS_SCHEMA, quoted=True, alias=alias)
+
+    def g(self, table: str) -> list[exp.Column]:
+        return [exp.column(g, table=table) for g in self.groups]
+
+
+def _cte(name: str) -> exp.Table:
+    return exp.table_(CTE_PREFIX + name)
+
+
+def build(query: Query) -> exp.Select:
+    """The interval query for a checked (k,e) query."""
+    plan = _Plan(query)
+    plan.groups = [f"g{i}" for i in range(len(query.group_by))]
+    plan.counts = {None: "m"}
+    for agg in query.aggregates:
+        if agg.func == "count" and agg.column not in (None, plan.sensitive):
+            plan.counts.setdefault(agg.column, f"m{len(plan.counts)}")
+    qi_pred, s_pred = split_predicate(query.where, plan.sensitive)
+    ctes: list[tuple[str, exp.Select]] = [("sel", _sel(plan, qi_pred))]
+    if s_pred is None:
+        ctes += _exact_cells(plan)
+        columns = _exact_columns(plan)
+    else:
+        ctes += _predicate_cells(plan, s_pred)
+        columns = _predicate_columns(plan)
+    source = ctes[-1][0]
+    final = exp.select(*_output(plan, columns)).from_(exp.alias_(_cte(source), "c", table=True))
+    if query.group_by:
+        final = final.group_by(*plan.g("c"))
+        if s_pred is not None:
+            final = final.having(_f("SUM(c.hi) > 0"))
+    if query.order:
+        final = final.order_by(
+            *[
+                exp.Ordered(
+                    this=exp.column(o.name, quoted=True), desc=o.desc, nulls_first=o.nulls_first
+                )
+                for o in query.order
+            ]
+        )
+    if query.limit is not None:
+        final = final.limit(query.limit)
+    for name, body in ctes:
+        final = final.with_(CTE_PREFIX + name, as_=body)
+    return final
+
+
+def _sel(plan: _Plan, qi_pred: exp.Expr | None) -> exp.Select:
+    """Per cell (output group, release group): m and one count per COUNT(column)."""
+    query = plan.query
+    key = query.release.key_column
+    columns: list[exp.Expr] = [
+        exp.alias_(_col("t", c), g) for c, g in zip(query.group_by, plan.groups, strict=True)
+    ]
+    columns.append(exp.alias_(_col("t", key), "gid"))
+    for arg, m in plan.counts.items():
+        count = exp.Count(this=exp.Star() if arg is None else _col("t", arg))
+        columns.append(exp.alias_(count, m))
+    sel = exp.select(*columns).from_(plan.release("t"))
+    if qi_pred is not None:
+        sel = sel.where(_qualified(qi_pred, "t"))
+    return sel.group_by(*[_col("t", c) for c in query.group_by], _col("t", key))
+
+
+def _needs_values(plan: _Plan) -> bool:
+    return any(a.func != "count" for a in plan.query.aggregates)
+
+
+def _funcs(plan: _Plan) -> set[str]:
+    return {a.func for a in plan.query.aggregates}
+
+
+# --- no predicate on S: bounds-table lookups ---------------------------------------------
+
+
+def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Select]]:
+    if not _needs_values(plan):
+        return []
+    funcs = _funcs(plan)
+    grp = (
+        exp.select(
+            exp.alias_(_f("b.group_id"), "gid"),
+            exp.alias_(_f("COUNT(*)"), "n"),
+            exp.alias_(_f('SUM(b."value")'), "total"),
+            exp.alias_(_f('MIN(b."value")'), "vmin"),
+            exp.alias_(_f('MAX(b."value")'), "vmax"),
+        )
+        .from_(plan.bounds("b"))
+        .group_by(_f("b.group_id"))
+    )
+    columns: list[exp.Expr] = [
+        *plan.g("s"),
+        _f("s.gid"),
+        *[_f(f"s.{m}") for m in plan.counts.values()],
+    ]
+    columns += [_f(x) for x in ("g.n", "g.total", "g.vmin", "g.vmax", "bm.low_sum", "bm.high_sum")]
+    columns.append(exp.alias_(_f('bm."value"'), "v_m"))
+    # Expected rank of the minimum of m draws out of n: (n+1)/(m+1), exact in floating
+    # point because numerator and denominator are integers.
+    rank_est = "CAST(FLOOR(CAST(g.n + 1 AS DOUBLE) / (s.m + 1)) AS BIGINT)"
+    cell = (
+        exp.select(*columns)
+        .from_(exp.alias_(_cte("sel"), "s", table=True))
+        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"))
+        .join(plan.bounds("bm"), on=_f('bm.group_id = s.gid AND bm."rank" = s.m'))
+    )
+    if "min" in funcs:
+        cell = cell.select(
+            exp.alias_(_f('bt."value"'), "v_top"), exp.alias_(_f('be."value"'), "v_emin")
+        )
+        cell = cell.join(
+            plan.bounds("bt"), on=_f('bt.group_id = s.gid AND bt."rank" = g.n - s.m + 1')
+        ).join(plan.bounds("be"), on=_f(f'be.group_id = s.gid AND be."rank" = {rank_est}'))
+    if "max" in funcs:
+        cell = cell.select(exp.alias_(_f('bf."value"'), "v_emax"))
+        cell = cell.join(
+            plan.bounds("bf"), on=_f(f'bf.group_id = s.gid AND bf."rank" = g.n + 1 - {rank_est}')
+        )
+    return [("grp", grp), ("cell", cell)]
+
+
+def _exact_columns(plan: _Plan) -> dict[str, dict[str, exp.Expr]]:
+    """Per aggregate: low/high/est (and the bare value for COUNT) over cells ``c``."""
+    out: dict[str, dict[str, exp.Expr]] = {}
+    total = "CAST(c.m AS DOUBLE) * CAST(c.total AS DOUBLE) / c.n"
+    for agg in plan.query.aggregates:
+        if agg.func == "count":
+            m = plan.counts.get(agg.column, "m")
+            value = _f(f"SUM(c.{m})") if plan.query.group_by else _f(f"COALESCE(SUM(c.{m}), 0)")
+            out[agg.name] = {"": value, "low": value, "high": value, "est": value}
+        elif agg.func == "sum":
+            out[agg.name] = {
+                "low": _f("SUM(c.low_sum)"),
+                "high": _f("SUM(c.high_sum)"),
+                "est": _f(f"SUM({total})"),
+            }
+        elif agg.func == "avg":
+            out[agg.name] = {
+                "low": _f("CAST(SUM(c.low_sum) AS DOUBLE) / NULLIF(SUM(c.m), 0)"),
+                "high": _f("CAST(SUM(c.high_sum) AS DOUBLE) / NULLIF(SUM(c.m), 0)"),
+                "est": _f(f"SUM({total}) / NULLIF(SUM(c.m), 0)"),
+            }
+        elif agg.func == "min":
+            out[agg.name] = {
+                "low": _f("MIN(c.vmin)"),
+                "high": _f("MIN(c.v_top)"),
+                "est": _f("MIN(c.v_emin)"),
+            }
+        else:
+            out[agg.name] = {
+                "low": _f("MAX(c.v_m)"),
+                "high": _f("MAX(c.vmax)"),
+                "est": _f("MAX(c.v_emax)"),
+            }
+    return out
+
+
+# --- predicate on S: per-group ranks of the satisfying values ------------------------------
+
+
+def _clamp0(e: str) -> str:
+    return f"CASE WHEN {e} > 0 THEN {e} ELSE 0 END"
+
+
+def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Select]]:
+    s = plan.sensitive
+    key = plan.query.release.key_column
+    matches = _qualified(s_pred, "t")
+    grp = (
+        exp.select(
+            exp.alias_(_col("t", key), "gid"),
+            exp.alias_(_f("COUNT(*)"), "n"),
+            exp.alias_(
+                exp.Count(
+                    this=exp.Case(ifs=[exp.If(this=matches.copy(), true=exp.Literal.number(1))])
+                ),
+                "c",
+            ),
+            exp.alias_(
+                exp.func(
+                    "COALESCE",
+                    exp.Sum(this=exp.Case(ifs=[exp.If(this=matches.copy(), true=_col("t", s))])),
+                    exp.Literal.number(0),
+                ),
+                "ssum",
+            ),
+        )
+        .from_(plan.release("t"))
+        .group_by(_col("t", key))
+    )
+    columns: list[exp.Expr] = [*plan.g("s"), _f("s.gid")]
+    columns += [_f(f"s.{m}") for m in plan.counts.values()]
+    columns += [_f("g.n"), _f("g.c"), _f("g.ssum")]
+    for m in plan.counts.values():
+        suffix = "" if m == "m" else m[1:]
+        columns.append(exp.alias_(_f(_clamp0(f"s.{m} + g.c - g.n")), f"lo{suffix}"))
+        columns.append(
+            exp.alias_(_f(f"CASE WHEN s.{m} < g.c THEN s.{m} ELSE g.c END"), f"hi{suffix}")
+        )
+    # Expected rank of the minimum of E[j] = m*c/n draws out of c: floor((c+1)/(E[j]+1))
+    # = floor((c+1)*n / (m*c+n)); integers on both sides keep the floor exact.
+    columns.append(
+        exp.alias_(
+            _f("CAST(FLOOR(CAST((g.c + 1) * g.n AS DOUBLE) / (s.m * g.c + g.n)) AS BIGINT)"), "er"
+        )
+    )
+    cell = (
+        exp.select(*columns)
+        .from_(exp.alias_(_cte("sel"), "s", table=True))
+        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"))
+    )
+    ctes = [("grp", grp), ("cell", cell)]
+    if not _needs_values(plan):
+        return ctes
+    by_group = [_col("t", key)]
+    sat = (
+        exp.select(
+            exp.alias_(_col("t", key), "gid"),
+            exp.alias_(_col("t", s), "v"),
+            exp.alias_(
+                _window(exp.RowNumber(), by_group, [exp.Ordered(this=_col("t", s))]), "r_up"
+            ),
+            exp.alias_(
+                _window(exp.RowNumber(), by_group, [exp.Ordered(this=_col("t", s), desc=True)]),
+                "r_down",
+            ),
+        )
+        .from_(plan.release("t"))
+        .where(matches.copy())
+    )
+    carried = [*plan.g("c"), _f("c.gid"), *[_f(f"c.{m}") for m in plan.counts.values()]]
+    carried += [_f(x) for x in ("c.n", "c.c", "c.ssum", "c.er")]
+    for m in plan.counts.values():
+        suffix = "" if m == "m" else m[1:]
+        carried += [_f(f"c.lo{suffix}"), _f(f"c.hi{suffix}")]
+    measures = {
+        "sum_lo": "SUM(CASE WHEN x.r_up <= c.lo THEN x.v "
+        "WHEN x.r_up <= c.hi AND x.v < 0 THEN x.v ELSE 0 END)",
+        "sum_hi": "SUM(CASE WHEN x.r_down <= c.lo THEN x.v "
+        "WHEN x.r_down <= c.hi AND x.v > 0 THEN x.v ELSE 0 END)",
+        "min_any": "MIN(CASE WHEN x.r_up = 1 AND c.hi >= 1 THEN x.v END)",
+        "min_forced": "MIN(CASE WHEN x.r_down = c.lo THEN x.v END)",
+        "max_any": "MAX(CASE WHEN x.r_down = 1 AND c.hi >= 1 THEN x.v END)",
+        "max_forced": "MAX(CASE WHEN x.r_up = c.lo THEN x.v END)",
+        "min_est": "MIN(CASE WHEN x.r_up = c.er AND c.hi >= 1 THEN x.v END)",
+        "max_est": "MAX(CASE WHEN x.r_down = c.er AND c.hi >= 1 THEN x.v END)",
+    }
+    cellv = (
+        exp.select(*carried, *[exp.alias_(_f(sql), name) for name, sql in measures.items()])
+        .from_(exp.alias_(_cte("cell"), "c", table=True))
+        .join(
+            exp.alias_(_cte("sat"), "x", table=True),
+            on=_f(
+                "x.gid = c.gid AND (x.r_up <= c.hi OR x.r_down <= c.hi "
+                "OR x.r_up = c.er OR x.r_down = c.er)"
+            ),
+            join_type="LEFT",
+        )
+        .group_by(*carried)
+    )
+    ctes += [("sat", sat), ("cellv", cellv)]
+    if "avg" in _funcs(plan):
+        ctes += _avg_candidates(plan, [*(c.alias_or_name for c in carried), *measures])
+    return ctes
+
+
+def _avg_candidates(
+    plan: _Plan, cellv_columns: list[str]
+) -> list[tuple[str, exp.Select]]:
+    """AVG bounds: running ratios over each output group's forced + optional values.
+
+    Returns pool/ratio CTEs and a final UNION ALL of the per-cell rows with the candidate
+    ratios (other columns NULL), so the output aggregates one relation by the group key
+    without a join on possibly NULL keys.
+    """
+    ctes: list[tuple[str, exp.Select]] = []
+    for side, rank, desc in (("lo", "r_up", False), ("hi", "r_down", True)):
+        pool = (
+            exp.select(
+                *plan.g("c"),
+                _f("x.v"),
+                exp.alias_(_f(f"CASE WHEN x.{rank} <= c.lo THEN 0 ELSE 1 END"), "k"),
+            )
+            .from_(exp.alias_(_cte("cell"), "c", table=True))
+            .join(
+                exp.alias_(_cte("sat"), "x", table=True),
+                on=_f(f"x.gid = c.gid AND x.{rank} <= c.hi"),
+            )
+        )
+        part = plan.g("p")
+        order = [exp.Ordered(this=_f("p.k")), exp.Ordered(this=_f("p.v"), desc=desc)]
+        position = _window(exp.RowNumber(), part, order)
+        running = _window(_f("SUM(p.v)"), part, order, running=True)
+        forced = _window(_f("SUM(1 - p.k)"), part)
+        ratio = exp.Case(
+            ifs=[
+                exp.If(
+                    this=exp.GTE(this=position, expression=forced),
+                    true=exp.Div(this=_double(running), expression=position.copy()),
+                )
+            ]
+        )
+        cum = exp.select(*plan.g("p"), exp.alias_(ratio, f"avg_{side}")).from_(
+            exp.alias_(_cte(f"pool_{side}"), "p", table=True)
+        )
+        ctes += [(f"pool_{side}", pool), (f"ratio_{side}", cum)]
+
+    measure_names = cellv_columns[len(plan.groups) :]
+    null = exp.cast(exp.Null(), "DOUBLE")
+    union: exp.Query = exp.select(
+        *plan.g("v"),
+        *[exp.column(n, table="v") for n in measure_names],
+        exp.alias_(null.copy(), "avg_lo"),
+        exp.alias_(null.copy(), "avg_hi"),
+    ).from_(exp.alias_(_cte("cellv"), "v", table=True))
+    for side in ("lo", "hi"):
+        branch = exp.select(
+            *plan.g("r"),
+            *[exp.alias_(exp.Null(), n) for n in measure_names],
+            _f("r.avg_lo") if side == "lo" else exp.alias_(null.copy(), "avg_lo"),
+            _f("r.avg_hi") if side == "hi" else exp.alias_(null.copy(), "avg_hi"),
+        ).from_(exp.alias_(_cte(f"ratio_{side}"), "r", table=True))
+        union = exp.union(union, branch, distinct=False)
+    assert isinstance(union, exp.Union)
+    return [*ctes, ("parts", exp.select("*").from_(exp.alias_(exp.paren(union), "u", table=True)))]
+
+
+def _predicate_columns(plan: _Plan) -> dict[str, dict[str, exp.Expr]]:
+    out: dict[str, dict[str, exp.Expr]] = {}
+    zero = "" if plan.query.group_by else ", 0"
+
+    def total(sql: str) -> exp.Expr:
+        return _f(f"COALESCE({sql}{zero})") if zero else _f(sql)
+
+    possible = "SUM(c.hi) > 0"
+    sum_est = "SUM(CAST(c.m AS DOUBLE) * CAST(c.ssum AS DOUBLE) / c.n)"
+    count_est = "SUM(CAST(c.m AS DOUBLE) * c.c / c.n)"
+    for agg in plan.query.aggregates:
+        if agg.func == "count":
+            m = plan.counts.get(agg.column, "m")
+            suffix = "" if m == "m" else m[1:]
+            out[agg.name] = {
+                "low": total(f"SUM(c.lo{suffix})"),
+                "high": total(f"SUM(c.hi{suffix})"),
+                "est": total(f"SUM(CAST(c.{m} AS DOUBLE) * c.c / c.n)"),
+            }
+        elif agg.func == "sum":
+            out[agg.name] = {
+                side: _f(f"CASE WHEN {possible} THEN {sql} END")
+                for side, sql in (
+                    ("low", "SUM(c.sum_lo)"),
+                    ("high", "SUM(c.sum_hi)"),
+                    ("est", sum_est),
+                )
+            }
+        elif agg.func == "avg":
+            out[agg.name] = {
+                "low": _f("MIN(c.avg_lo)"),
+                "high": _f("MAX(c.avg_hi)"),
+                "est": _f(f"{sum_est} / NULLIF({count_est}, 0)"),
+            }
+        elif agg.func == "min":
+            out[agg.name] = {
+                "low": _f("MIN(c.min_any)"),
+                "high": _f("COALESCE(MIN(c.min_forced), MAX(c.max_any))"),
+                "est": _f("MIN(c.min_est)"),
+            }
+        else:
+            out[agg.name] = {
+                "low": _f("COALESCE(MAX(c.max_forced), MIN(c.min_any))"),
+                "high": _f("MAX(c.max_any)"),
+                "est": _f("MAX(c.max_est)"),
+            }
+    return out
+
+
+def _output(plan: _Plan, columns: dict[str, dict[str, exp.Expr]]) -> list[exp.Expr]:
+    result: list[exp.Expr] = []
+    for item in plan.query.items:
+        if isinstance(item, GroupItem):
+            g = plan.groups[plan.query.group_by.index(item.column)]
+            result.append(exp.alias_(exp.column(g, table="c"), item.name, quoted=True))
+            continue
+        assert isinstance(item, AggregateItem)
+        for suffix, value in columns[item.name].items():
+            name = f"{item.name}_{suffix}" if suffix else item.name
+            result.append(exp.alias_(value, name, quoted=True))
+    return result
