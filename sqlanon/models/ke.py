@@ -243,17 +243,18 @@ def plan_release(
     before that join a group form one new cell, so they must be (k,e)-valid among
     themselves; the others are held back (offered again next version). The optimal
     grouping for fixed cells is a sequence of runs over "elements": atoms (maximal sets of
-    cells whose value intervals overlap, with the new values inside them) and new values
-    outside every atom, in ascending order. A run costs (right end of its last element -
+    cells whose value intervals overlap or touch, with the new values inside them) and new
+    values outside every atom, in ascending order. A run costs (right end of its last element -
     left end of its first); it is allowed when its new values are (k,e)-valid, or when it
     is one atom whose new values are all held back. A new value outside atoms may be held
     back alone. The DP over runs is O(M) after sorting. Policies:
 
     - ``merge``: minimise (held-back rows, sum of errors) lexicographically: rows are held
       back only when the new rows together are not (k,e)-valid.
-    - ``defer``: never put two atoms in one group (old groups are not merged; a group may
-      be split along its cells, which are valid on their own); minimise (held-back rows,
-      sum of errors) lexicographically.
+    - ``defer``: never put two atoms in one group, let a new value inside an atom's
+      interval join only that atom, and keep the value ranges of groups disjoint (old
+      groups are not merged, though one may be split along its cells, which are valid on
+      their own); minimise (held-back rows, sum of errors) lexicographically.
     - ``auto`` (default): minimise ``sum of errors + hold_penalty * held-back rows``
       (ties: fewer held back). Default ``hold_penalty``: ``DEFAULT_HOLD_FACTOR`` times the
       per-row error of the static optimum of all candidate values (sum of errors of
@@ -350,11 +351,11 @@ def _cell_stats(v: np.ndarray, cell: np.ndarray, count: int):
 class _Elements:
     """The units the planner groups, in ascending value order.
 
-    An atom is a maximal set of old cells whose value intervals overlap (they share more
-    than an end point); any group holding one of them can take the others at no extra
-    cost, so they always go together. A new value inside an atom's interval belongs to
-    that atom; every other new value is an element of its own. Elements are disjoint
-    intervals, so the new values of consecutive elements are consecutive in sorted order.
+    An atom is a maximal set of old cells whose value intervals overlap or touch; any group
+    holding one of them can take the others at no extra cost, so they always go together.
+    A new value inside an atom's interval belongs to that atom; every other new value is an
+    element of its own. Elements are disjoint intervals, so the new values of consecutive
+    elements are consecutive in sorted order.
     """
 
     left: np.ndarray  # float, per element
@@ -378,7 +379,7 @@ class _Elements:
         by_low = np.argsort(low, kind="stable")
         reach = np.maximum.accumulate(high[by_low])
         starts_atom = np.ones(count, dtype=bool)
-        starts_atom[1:] = low[by_low][1:] >= reach[:-1]
+        starts_atom[1:] = low[by_low][1:] > reach[:-1]
         atom_sorted = np.cumsum(starts_atom) - 1
         atoms = int(atom_sorted[-1]) + 1
         atom_left = low[by_low][starts_atom]
