@@ -54,7 +54,7 @@ def release_ke(
 
 def audit(con: Any, family: str) -> list[dict[str, Any]]:
     """Replay an attacker over every version of ``family``; one dict per version."""
-    from sqlanon import audit as audit_module
+    from sqlanon.audit import audit_family
 
     with session_for(con) as session:
-        return audit_module.audit_family(session, family)
+        return audit_family(session, family)

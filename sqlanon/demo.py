@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from sqlanon import audit as audit_module
+from sqlanon.audit import audit_family, audit_versions
 from sqlanon.backends.duckdb import DuckDBSession, install
 from sqlanon.cli import print_table
 from sqlanon.release import release_ke
@@ -76,9 +76,9 @@ def run_experiment(
                 results[strategy].append(summary)
         for strategy in strategies:
             if strategy == "independent":
-                audits = audit_module.audit_versions(session, independent)
+                audits = audit_versions(session, independent)
             else:
-                audits = audit_module.audit_family(session, f"adult_{strategy}")
+                audits = audit_family(session, f"adult_{strategy}")
             for row, audited in zip(results[strategy], audits, strict=True):
                 row["exposed"] = audited["exposed"]
     finally:

@@ -8,6 +8,7 @@ work in one explicit transaction there.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -62,16 +63,22 @@ class DuckDBSession:
         self._cur.execute("BEGIN TRANSACTION")
         try:
             yield
-        except BaseException:
-            self._cur.execute("ROLLBACK")
-            raise
-        try:
             self._cur.execute("COMMIT")
         except duckdb.TransactionException as exc:
+            self._rollback()
             raise ConcurrentReleaseError(
-                f"another transaction changed the same release family at the same time ({exc}); "
-                "nothing was written: run the release again"
+                "another transaction wrote the same release family at the same time "
+                f"({exc}); nothing was written: run the release again"
             ) from exc
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        try:
+            self._cur.execute("ROLLBACK")
+        except duckdb.TransactionException:
+            pass  # a failed commit has already ended the transaction
 
     def lock_family(self, family: str) -> None:
         """DuckDB has no advisory locks: a concurrent release of the same family makes
@@ -102,8 +109,11 @@ def _plain(values: np.ndarray) -> np.ndarray:
 
 
 def _summary(fn: Any) -> Any:
-    """Wrap a release function as a UDF body returning the summary as JSON text."""
+    """Wrap a release function as a UDF body returning the summary as JSON text.
 
+    ``functools.wraps`` keeps the signature: DuckDB counts the parameters from it."""
+
+    @functools.wraps(fn)
     def call(*args: Any) -> str:
         return json.dumps(fn(*args), default=float)
 
