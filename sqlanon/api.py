@@ -47,8 +47,16 @@ def release_ke(
     """Publish the next (k,e)-anonymous version of ``family``; see :func:`release.release_ke`."""
     with session_for(con) as session:
         return release.release_ke(
-            session, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
-            policy=policy, seed=seed,
+            session,
+            source,
+            family,
+            key=key,
+            sensitive=sensitive,
+            quasi=quasi,
+            k=k,
+            e=e,
+            policy=policy,
+            seed=seed,
         )
 
 
@@ -58,3 +66,38 @@ def audit(con: Any, family: str) -> list[dict[str, Any]]:
 
     with session_for(con) as session:
         return audit_family(session, family)
+
+
+def release_catalog(session: Session) -> dict[str, Any]:
+    """The rewriter's view of every release in this database (names analysts may use)."""
+    from sqlanon.rewrite import catalog_from_rows
+
+    rows = session.query(
+        "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR) "
+        "FROM sqlanon.releases ORDER BY family, version"
+    )
+    return catalog_from_rows(rows)
+
+
+def rewrite(sql: str, con: Any = None, *, catalog: Any = None, dialect: str = "duckdb") -> str:
+    """The interval SQL for an analyst's query (for inspection, or to run elsewhere).
+
+    Give either a connection (its ``sqlanon.releases`` is read) or a ``catalog`` built
+    with :func:`sqlanon.rewrite.catalog_from_rows`; ``dialect`` is any sqlglot dialect.
+    """
+    from sqlanon.rewrite import rewrite as rewrite_sql
+
+    if catalog is None:
+        if con is None:
+            raise ConfigError("rewrite() needs a connection or a catalog")
+        with session_for(con) as session:
+            catalog = release_catalog(session)
+    return rewrite_sql(sql, catalog, dialect)
+
+
+def interval(con: Any, sql: str) -> list[dict[str, Any]]:
+    """Run an analyst's aggregate query as interval SQL; one dict per output row with
+    ``<name>_low``, ``<name>_high`` and ``<name>_est`` per aggregate."""
+    with session_for(con) as session:
+        text = rewrite(sql, catalog=release_catalog(session), dialect=session.dialect)
+        return session.query_dicts(text)

@@ -64,8 +64,16 @@ def _release_ke(args: argparse.Namespace) -> None:
 
     with connect(args.db) as con:
         summary = release_ke(
-            con, args.source, args.family, key=args.key, sensitive=args.sensitive,
-            quasi=args.quasi, k=args.k, e=args.e, policy=args.policy, seed=args.seed,
+            con,
+            args.source,
+            args.family,
+            key=args.key,
+            sensitive=args.sensitive,
+            quasi=args.quasi,
+            k=args.k,
+            e=args.e,
+            policy=args.policy,
+            seed=args.seed,
         )
     print(json.dumps(summary, indent=2))
 
@@ -75,6 +83,16 @@ def _audit(args: argparse.Namespace) -> None:
 
     with connect(args.db) as con:
         print_table(audit(con, args.family))
+
+
+def _query(args: argparse.Namespace) -> None:
+    from sqlanon.api import interval, rewrite
+
+    with connect(args.db) as con:
+        if args.explain:
+            print(rewrite(args.sql, con, dialect=args.dialect))
+        else:
+            print_table(interval(con, args.sql))
 
 
 def _install(args: argparse.Namespace) -> None:
@@ -120,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_argument("--policy", default="auto", choices=["auto", "merge", "defer", "paper"])
     ke.add_argument("--seed", type=int, default=None, help="reproducible shuffles: tests only")
     ke.set_defaults(run=_release_ke)
+
+    query = commands.add_parser("query", help="answer an aggregate query with hard intervals")
+    query.add_argument("--db", required=True)
+    query.add_argument("sql")
+    query.add_argument("--explain", action="store_true", help="print the rewritten SQL only")
+    query.add_argument("--dialect", default="duckdb", help="with --explain: target SQL dialect")
+    query.set_defaults(run=_query)
 
     audit = commands.add_parser("audit", help="replay an attacker over every version")
     audit.add_argument("--db", required=True)

@@ -4,3 +4,6 @@ CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sen
         quasi := [], k := 5, e := 0, policy := 'auto', seed := NULL) AS
     _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, seed);
 CREATE OR REPLACE TEMP MACRO sqlanon_audit(family) AS _sqlanon_audit(family);
+-- SELECT * FROM query(sqlanon_interval('SELECT sex, SUM(x) FROM fam GROUP BY sex'))
+CREATE OR REPLACE TEMP MACRO sqlanon_interval(sql) AS _sqlanon_interval(sql);
+CREATE OR REPLACE TEMP MACRO sqlanon_rewrite(sql, dialect := 'duckdb') AS _sqlanon_rewrite(sql, dialect);

@@ -28,11 +28,11 @@ class Session(Protocol):
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
+    def query_dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
+
     def query_arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]: ...
 
-    def load_temp(
-        self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]
-    ) -> None:
+    def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
         """Create temporary table ``name`` (a plain name sqlanon chose) holding ``columns``."""
         ...
 

@@ -36,6 +36,11 @@ class DuckDBSession:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._cur.execute(sql, list(params)).fetchall()
 
+    def query_dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cursor = self._cur.execute(sql, list(params))
+        names = [d[0] for d in cursor.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
     def query_arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
         arrays = self._cur.execute(sql, list(params)).fetchnumpy()
         return {name: _unmask(values) for name, values in arrays.items()}
@@ -126,31 +131,54 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
 
     def release_ke(source, family, key, sensitive, quasi, k, e, policy, seed):  # noqa: ANN001
         return api.release_ke(
-            con, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
-            policy=policy, seed=seed,
+            con,
+            source,
+            family,
+            key=key,
+            sensitive=sensitive,
+            quasi=quasi,
+            k=k,
+            e=e,
+            policy=policy,
+            seed=seed,
         )
 
     def audit_family(family):  # noqa: ANN001
         return api.audit(con, family)
 
+    def interval_sql(sql):  # noqa: ANN001
+        return api.rewrite(sql, con)
+
+    def rewrite_sql(sql, dialect):  # noqa: ANN001
+        return api.rewrite(sql, con, dialect=dialect)
+
     udfs: list[tuple[str, Any, list[Any], Any]] = [
         (
             "_sqlanon_release_ke",
             _summary(release_ke),
-            [VARCHAR, VARCHAR, VARCHAR, VARCHAR, duckdb.list_type(VARCHAR), BIGINT, DOUBLE,
-             VARCHAR, BIGINT],
+            [
+                VARCHAR,
+                VARCHAR,
+                VARCHAR,
+                VARCHAR,
+                duckdb.list_type(VARCHAR),
+                BIGINT,
+                DOUBLE,
+                VARCHAR,
+                BIGINT,
+            ],
             VARCHAR,
         ),
         ("_sqlanon_audit", _summary(audit_family), [VARCHAR], VARCHAR),
+        ("_sqlanon_interval", interval_sql, [VARCHAR], VARCHAR),
+        ("_sqlanon_rewrite", rewrite_sql, [VARCHAR, VARCHAR], VARCHAR),
     ]
     for name, fn, params, returns in udfs:
         try:
             con.remove_function(name)
         except duckdb.InvalidInputException:
             pass
-        con.create_function(
-            name, fn, params, returns, null_handling="special", side_effects=True
-        )
+        con.create_function(name, fn, params, returns, null_handling="special", side_effects=True)
     for statement in sqltext.load("duckdb", "functions").split(";\n"):
         if statement.strip():
             con.execute(statement)
