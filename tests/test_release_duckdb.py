@@ -21,7 +21,9 @@ RELEASE = (
 )
 
 
-def make_people(con: duckdb.DuckDBPyConnection, n: int, start: int = 0, table: str = "people") -> None:
+def make_people(
+    con: duckdb.DuckDBPyConnection, n: int, start: int = 0, table: str = "people"
+) -> None:
     rng = np.random.default_rng(start + n)
     ages = rng.integers(20, 70, n)
     sexes = rng.choice(["F", "M"], n)
@@ -31,7 +33,10 @@ def make_people(con: duckdb.DuckDBPyConnection, n: int, start: int = 0, table: s
     )
     con.executemany(
         f"INSERT INTO {table} VALUES (?, ?, ?, ?)",  # noqa: S608
-        [(start + i, int(a), str(s), int(v)) for i, (a, s, v) in enumerate(zip(ages, sexes, salaries))],
+        [
+            (start + i, int(a), str(s), int(v))
+            for i, (a, s, v) in enumerate(zip(ages, sexes, salaries))
+        ],
     )
 
 
@@ -90,9 +95,12 @@ def test_first_release_through_sql(db: duckdb.DuckDBPyConnection) -> None:
         "SELECT group_id, list_sort(list(salary)) FROM people_ke_v1 GROUP BY ALL ORDER BY 1"
     ).fetchall()
     assert truth == published
-    assert db.execute(
-        "SELECT count(*) FROM (SELECT age, sex FROM people_ke_v1 EXCEPT ALL SELECT age, sex FROM people)"
-    ).fetchone()[0] == 0
+    assert (
+        db.execute(
+            "SELECT count(*) FROM (SELECT age, sex FROM people_ke_v1 EXCEPT ALL SELECT age, sex FROM people)"
+        ).fetchone()[0]
+        == 0
+    )
     row = db.execute(
         "SELECT model, rows_published, source_rows, parameters->>'k' FROM sqlanon.releases"
     ).fetchone()
@@ -134,32 +142,71 @@ def test_release_rows_are_shuffled_and_reproducible_with_seed(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        ("sqlanon_release_ke('nope', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "does not exist"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'wage', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "its columns are"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'sex', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "numeric"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 1, e := 1)",
-         "ConfigError", "k must be"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := -1)",
-         "ConfigError", "e must be"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 100, e := 1)",
-         "InfeasibleError", "k=100"),
-        ("sqlanon_release_ke('people', 'f', key := 'sex', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "not unique"),
-        ("sqlanon_release_ke('people', 'x\"; DROP TABLE people; --', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "family name"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age\"; DROP TABLE people; --'], k := 3, e := 1)",
-         "ConfigError", "not in main.people"),
-        ("sqlanon_release_ke('people; DROP TABLE people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "does not exist"),
-        ("sqlanon_release_ke('people', 'people', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-         "ConfigError", "already exists"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['salary'], k := 3, e := 1)",
-         "ConfigError", "one role"),
-        ("sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1, policy := 'yolo')",
-         "ConfigError", "policy must be"),
+        (
+            "sqlanon_release_ke('nope', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "does not exist",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'wage', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "its columns are",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'sex', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "numeric",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 1, e := 1)",
+            "ConfigError",
+            "k must be",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := -1)",
+            "ConfigError",
+            "e must be",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 100, e := 1)",
+            "InfeasibleError",
+            "k=100",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'sex', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "not unique",
+        ),
+        (
+            "sqlanon_release_ke('people', 'x\"; DROP TABLE people; --', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "family name",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age\"; DROP TABLE people; --'], k := 3, e := 1)",
+            "ConfigError",
+            "not in main.people",
+        ),
+        (
+            "sqlanon_release_ke('people; DROP TABLE people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "does not exist",
+        ),
+        (
+            "sqlanon_release_ke('people', 'people', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
+            "ConfigError",
+            "already exists",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['salary'], k := 3, e := 1)",
+            "ConfigError",
+            "one role",
+        ),
+        (
+            "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1, policy := 'yolo')",
+            "ConfigError",
+            "policy must be",
+        ),
     ],
 )
 def test_bad_input_is_refused_and_nothing_is_written(
@@ -261,7 +308,9 @@ def test_killed_process_leaves_no_half_release(tmp_path: Path) -> None:
     assert done.returncode == 9, done.stderr
     con = duckdb.connect(path)
     sqlanon.install(con)
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    tables = {
+        r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
     assert "people_ke_v2" not in tables and "people_ke_v2_bounds" not in tables
     assert con.execute("SELECT max(version) FROM sqlanon.releases").fetchone()[0] == 1
     assert con.execute("SELECT max(version) FROM sqlanon.members").fetchone()[0] == 1
@@ -276,10 +325,18 @@ def test_concurrent_releases_of_one_family_stay_consistent(db: duckdb.DuckDBPyCo
 
     def run() -> None:
         try:
-            outcomes.append(sqlanon.release_ke(
-                db, "people", "people_ke", key="id", sensitive="salary", quasi=["age", "sex"],
-                k=3, e=10,
-            )["version"])
+            outcomes.append(
+                sqlanon.release_ke(
+                    db,
+                    "people",
+                    "people_ke",
+                    key="id",
+                    sensitive="salary",
+                    quasi=["age", "sex"],
+                    k=3,
+                    e=10,
+                )["version"]
+            )
         except ConcurrentReleaseError as exc:
             outcomes.append(exc)
 
@@ -290,13 +347,18 @@ def test_concurrent_releases_of_one_family_stay_consistent(db: duckdb.DuckDBPyCo
         t.join()
     versions = sorted(o for o in outcomes if isinstance(o, int))
     assert versions in ([2], [2, 3])
-    catalog = db.execute("SELECT version, rows_published + held_back FROM sqlanon.releases ORDER BY 1").fetchall()
+    catalog = db.execute(
+        "SELECT version, rows_published + held_back FROM sqlanon.releases ORDER BY 1"
+    ).fetchall()
     assert [v for v, _ in catalog] == list(range(1, len(catalog) + 1))
     for version, total in catalog:
-        assert db.execute(
-            "SELECT count(*) FROM sqlanon.members WHERE family = 'people_ke' AND version = $1",
-            [version],
-        ).fetchone()[0] == total
+        assert (
+            db.execute(
+                "SELECT count(*) FROM sqlanon.members WHERE family = 'people_ke' AND version = $1",
+                [version],
+            ).fetchone()[0]
+            == total
+        )
 
 
 def test_cli_release_and_bad_input(tmp_path: Path) -> None:
@@ -306,18 +368,55 @@ def test_cli_release_and_bad_input(tmp_path: Path) -> None:
     con.close()
     base = [sys.executable, "-m", "sqlanon.cli"]
     ok = subprocess.run(
-        [*base, "release-ke", "--db", path, "people", "people_ke", "--key", "id",
-         "--sensitive", "salary", "--quasi", "age", "sex", "--k", "3", "--e", "10"],
-        capture_output=True, text=True,
+        [
+            *base,
+            "release-ke",
+            "--db",
+            path,
+            "people",
+            "people_ke",
+            "--key",
+            "id",
+            "--sensitive",
+            "salary",
+            "--quasi",
+            "age",
+            "sex",
+            "--k",
+            "3",
+            "--e",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["version"] == 1
     bad = subprocess.run(
-        [*base, "release-ke", "--db", path, "people", "people_ke", "--key", "id",
-         "--sensitive", "nope", "--k", "3", "--e", "10"],
-        capture_output=True, text=True,
+        [
+            *base,
+            "release-ke",
+            "--db",
+            path,
+            "people",
+            "people_ke",
+            "--key",
+            "id",
+            "--sensitive",
+            "nope",
+            "--k",
+            "3",
+            "--e",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2
-    assert bad.stderr.count("\n") == 1 and "sqlanon:" in bad.stderr and "Traceback" not in bad.stderr
-    audit = subprocess.run([*base, "audit", "--db", path, "people_ke"], capture_output=True, text=True)
+    assert (
+        bad.stderr.count("\n") == 1 and "sqlanon:" in bad.stderr and "Traceback" not in bad.stderr
+    )
+    audit = subprocess.run(
+        [*base, "audit", "--db", path, "people_ke"], capture_output=True, text=True
+    )
     assert audit.returncode == 0 and "exposed" in audit.stdout
