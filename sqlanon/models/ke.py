@@ -108,13 +108,14 @@ def _sorted_partition(s: np.ndarray, ranks: np.ndarray, k: int, e: float) -> np.
     """Optimal run boundaries of sorted ``s``: starts of the runs, ascending, first is 0.
 
     f[i] = optimal cost of s[0..i-1]; a run s[j..i-1] costs s[i-1] - s[j], so
-    f[i] = s[i-1] + min_{j <= J(i)} (f[j] - s[j]). The caller checks feasibility.
+    f[i] = s[i-1] + min_{j <= J(i)} (f[j] - s[j]). The caller has checked that ``s`` as a
+    whole is valid, so J(n) >= 0 and the backtrack from n reaches 0.
     """
     n = len(s)
     # limit[i] = J(i+1): largest valid start of a run whose last element is s[i].
     limit = _run_starts(ranks, s, np.arange(n), k, e)
-    # best[j] = min_{j' <= j} (f[j'] - s[j']), arg[j] its argmin; index n (written once,
-    # read through limit == -1) holds +inf so that "no valid start" needs no branch.
+    # best[j] = min_{j' <= j} (f[j'] - s[j']), arg[j] its argmin. best[n] is never written
+    # and stays +inf: "no valid start" (limit -1) reads it, so the loop needs no branch.
     limit[limit < 0] = n
     step = np.empty(n, dtype=np.float64)  # f[i] - s[i] = step[i] + best[J(i)] for i >= 1
     step[0] = 0.0
