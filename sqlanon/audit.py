@@ -32,10 +32,10 @@ def audit_versions(session: Session, refs: Sequence[tuple[str, int]]) -> list[di
     attacker links records across families exactly as across versions.
     """
     releases = {(r.family, r.version): r for r in catalog.releases(session)}
-    missing = [ref for ref in refs if tuple(ref) not in releases]
+    missing = [ref for ref in refs if (ref[0], ref[1]) not in releases]
     if missing:
         raise ConfigError(f"no such releases: {missing}")
-    chosen = [releases[tuple(ref)] for ref in refs]
+    chosen = [releases[(ref[0], ref[1])] for ref in refs]
     models = {r.model for r in chosen}
     if models != {"ke"}:
         raise ConfigError(f"the audit covers (k,e) families here; got models {sorted(models)}")
@@ -48,7 +48,9 @@ def audit_versions(session: Session, refs: Sequence[tuple[str, int]]) -> list[di
     q = session.quote_ident
     text = sqltext.render(
         sqltext.load(session.dialect, "ke_audit_history"),
-        sensitive=q(first["sensitive"]), key=q(first["key"]), source=src.qualified(session),
+        sensitive=q(first["sensitive"]),
+        key=q(first["key"]),
+        source=src.qualified(session),
     )
     history = []
     for position, r in enumerate(chosen, start=1):

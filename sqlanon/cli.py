@@ -22,8 +22,8 @@ def connect(db: str, *, install: bool = True) -> Iterator[Any]:
     if db.startswith(("postgresql://", "postgres://")):
         import psycopg
 
-        with psycopg.connect(db, autocommit=True) as con:
-            yield con
+        with psycopg.connect(db, autocommit=True) as pg:
+            yield pg
         return
     import duckdb
 

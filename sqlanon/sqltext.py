@@ -64,7 +64,9 @@ def render(template: str, **quoted: str) -> str:
 
 def _split_list(value: str) -> list[str]:
     """Split ``"a", "b""c"`` on the commas outside quotes."""
-    items, current, inside = [], [], False
+    items: list[str] = []
+    current: list[str] = []
+    inside = False
     for ch in value:
         if ch == '"':
             inside = not inside

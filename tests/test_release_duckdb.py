@@ -35,7 +35,7 @@ def make_people(
         f"INSERT INTO {table} VALUES (?, ?, ?, ?)",  # noqa: S608
         [
             (start + i, int(a), str(s), int(v))
-            for i, (a, s, v) in enumerate(zip(ages, sexes, salaries))
+            for i, (a, s, v) in enumerate(zip(ages, sexes, salaries, strict=True))
         ],
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+from duckdb.func import FunctionNullHandling
 from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
 
 from sqlanon import sqltext
@@ -98,10 +99,8 @@ def _unmask(values: Any) -> np.ndarray:
     """NULLs arrive as a masked array: NaN for numbers, None for everything else."""
     if not isinstance(values, np.ma.MaskedArray):
         return np.asarray(values)
-    if values.dtype.kind == "f":
-        return values.filled(np.nan)
-    if values.dtype.kind in "iu":
-        return values.astype(np.float64).filled(np.nan)
+    if values.dtype.kind in "fiu":
+        return np.ma.filled(values.astype(np.float64), np.nan)
     out = np.asarray(values.data, dtype=object)
     out[np.ma.getmaskarray(values)] = None
     return out
@@ -178,7 +177,9 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             con.remove_function(name)
         except duckdb.InvalidInputException:
             pass
-        con.create_function(name, fn, params, returns, null_handling="special", side_effects=True)
+        con.create_function(
+            name, fn, params, returns, null_handling=FunctionNullHandling.SPECIAL, side_effects=True
+        )
     for statement in sqltext.load("duckdb", "functions").split(";\n"):
         if statement.strip():
             con.execute(statement)
