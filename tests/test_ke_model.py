@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-import ke_bruteforce as brute
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models import ke
+from tests import ke_bruteforce as brute
 
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
