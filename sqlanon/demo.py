@@ -69,8 +69,15 @@ def run_experiment(
                 else:
                     family, policy = f"adult_{strategy}", strategy
                 summary = release_ke(
-                    session, "adult", family, key="id", sensitive="capital_loss",
-                    quasi=QUASI, k=k, e=e, policy=policy,
+                    session,
+                    "adult",
+                    family,
+                    key="id",
+                    sensitive="capital_loss",
+                    quasi=QUASI,
+                    k=k,
+                    e=e,
+                    policy=policy,
                 )
                 summary["version"] = version
                 results[strategy].append(summary)

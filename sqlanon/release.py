@@ -137,14 +137,17 @@ def _check_unchanged(
         )
 
 
-def _profile_source(
-    session: Session, source: Source, key: str, sensitive: str | None
-) -> int:
+def _profile_source(session: Session, source: Source, key: str, sensitive: str | None) -> int:
     """Row count, after refusing NULL or duplicate keys and NULL sensitive values."""
     q = session.quote_ident
     n, keys_present, keys_distinct, values_present = session.query(
-        _sql(session, "source_profile", key=q(key), sensitive=q(sensitive or key),
-             source=source.qualified(session))
+        _sql(
+            session,
+            "source_profile",
+            key=q(key),
+            sensitive=q(sensitive or key),
+            source=source.qualified(session),
+        )
     )[0]
     if n == 0:
         raise InfeasibleError(f"source {source.label} is empty: there is nothing to release")
@@ -153,8 +156,12 @@ def _profile_source(
             f"key column {key!r} has {n - keys_present} NULL values; every record needs a key"
         )
     if keys_distinct < n:
-        dupes = [r[0] for r in session.query(
-            _sql(session, "duplicate_keys", key=q(key), source=source.qualified(session)))]
+        dupes = [
+            r[0]
+            for r in session.query(
+                _sql(session, "duplicate_keys", key=q(key), source=source.qualified(session))
+            )
+        ]
         raise ConfigError(
             f"key column {key!r} is not unique ({n - keys_distinct} duplicates, e.g. "
             f"{', '.join(dupes)}); give a column that identifies each record"
@@ -169,10 +176,13 @@ def _profile_source(
 
 def _refuse_deleted(session: Session, source: Source, key: str, family: str, version: int) -> None:
     q = session.quote_ident
-    deleted = [r[0] for r in session.query(
-        _sql(session, "deleted_keys", key=q(key), source=source.qualified(session)),
-        [family, version],
-    )]
+    deleted = [
+        r[0]
+        for r in session.query(
+            _sql(session, "deleted_keys", key=q(key), source=source.qualified(session)),
+            [family, version],
+        )
+    ]
     if deleted:
         raise UnsafeReleaseError(
             f"records published in {family!r} version {version} were deleted from "
@@ -223,8 +233,13 @@ def write_members(
             "status": status.astype(object),
             "row_hash": row_hash,
         },
-        {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT",
-         "status": "VARCHAR", "row_hash": "VARCHAR"},
+        {
+            "record_key": "VARCHAR",
+            "group_id": "INTEGER",
+            "cell_id": "BIGINT",
+            "status": "VARCHAR",
+            "row_hash": "VARCHAR",
+        },
     )
     session.execute(
         "UPDATE _sqlanon_members SET group_id = NULL, cell_id = NULL WHERE status <> 'published'"
@@ -271,13 +286,22 @@ def release_ke(
                 f"sensitive column {sensitive!r} is {src.columns[sensitive]}; (k,e) needs a "
                 "numeric column (cast it in a view, or use the lHD model for categories)"
             )
-        parameters = {"source": src.label, "key": key, "sensitive": sensitive,
-                      "quasi": quasi, "k": k, "e": e, "policy": policy,
-                      "seeded": seed is not None}
+        parameters = {
+            "source": src.label,
+            "key": key,
+            "sensitive": sensitive,
+            "quasi": quasi,
+            "k": k,
+            "e": e,
+            "policy": policy,
+            "seeded": seed is not None,
+        }
         last = catalog.latest(session, family)
         if last is not None and last.model != "ke":
             raise ConfigError(f"family {family!r} is an {last.model} family, not (k,e)")
-        _check_unchanged(family, last, parameters, ("source", "key", "sensitive", "quasi", "k", "e"))
+        _check_unchanged(
+            family, last, parameters, ("source", "key", "sensitive", "quasi", "k", "e")
+        )
         version = 1 if last is None else last.version + 1
         table = _check_target(session, family, version)
         source_rows = _profile_source(session, src, key, sensitive)
@@ -286,9 +310,14 @@ def release_ke(
 
         q = session.quote_ident
         rows = session.query_arrays(
-            _sql(session, "ke_read_source", key=q(key), sensitive=q(sensitive),
-                 hashed=_idents(session, [*quasi, sensitive], "src"),
-                 source=src.qualified(session)),
+            _sql(
+                session,
+                "ke_read_source",
+                key=q(key),
+                sensitive=q(sensitive),
+                hashed=_idents(session, [*quasi, sensitive], "src"),
+                source=src.qualified(session),
+            ),
             [family, 0 if last is None else last.version],
         )
         keys, values = rows["record_key"], rows["s"].astype(np.float64)
@@ -306,34 +335,62 @@ def release_ke(
             values,
             np.where(published_before, rows["prev_cell"], -1).astype(np.int64),
             np.where(published_before, rows["prev_group"], -1).astype(np.int64),
-            k, e, policy,
+            k,
+            e,
+            policy,
         )
         chosen = plan.group >= 0
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
         session.load_temp(
             "_sqlanon_assign",
-            {"record_key": keys[chosen], "s_key": keys[donor[chosen]],
-             "group_id": plan.group[chosen], "ord": random_order(int(chosen.sum()), seed)},
-            {"record_key": "VARCHAR", "s_key": "VARCHAR", "group_id": "INTEGER",
-             "ord": "BIGINT"},
+            {
+                "record_key": keys[chosen],
+                "s_key": keys[donor[chosen]],
+                "group_id": plan.group[chosen],
+                "ord": random_order(int(chosen.sum()), seed),
+            },
+            {"record_key": "VARCHAR", "s_key": "VARCHAR", "group_id": "INTEGER", "ord": "BIGINT"},
         )
-        session.execute(_sql(
-            session, "ke_write_release", release=q(table), quasi_q=_idents(session, quasi, "q"),
-            sensitive=q(sensitive), source=src.qualified(session), key=q(key)))
+        session.execute(
+            _sql(
+                session,
+                "ke_write_release",
+                release=q(table),
+                quasi_q=_idents(session, quasi, "q"),
+                sensitive=q(sensitive),
+                source=src.qualified(session),
+                key=q(key),
+            )
+        )
         session.execute("DROP TABLE _sqlanon_assign")
-        session.execute(_sql(
-            session, "ke_write_bounds", bounds=f"{q('sqlanon')}.{q(table + '_bounds')}",
-            release=q(table), sensitive=q(sensitive)))
+        session.execute(
+            _sql(
+                session,
+                "ke_write_bounds",
+                bounds=f"{q('sqlanon')}.{q(table + '_bounds')}",
+                release=q(table),
+                sensitive=q(sensitive),
+            )
+        )
         publish_view(session, family, table)
         status = np.where(chosen, "published", "held_back")
-        write_members(session, family, version, keys, plan.group, plan.cell, status,
-                      rows["row_hash"])
+        write_members(
+            session, family, version, keys, plan.group, plan.cell, status, rows["row_hash"]
+        )
         static = _static_optimum(values, k, e)
         summary = catalog.Release(
-            family=family, version=version, table_name=table, model="ke", source=src.label,
-            parameters=parameters, rows_published=int(chosen.sum()),
-            held_back=int(plan.held_back), suppressed=0, groups=int(plan.groups),
-            sum_of_errors=float(plan.sum_of_errors), source_rows=source_rows,
+            family=family,
+            version=version,
+            table_name=table,
+            model="ke",
+            source=src.label,
+            parameters=parameters,
+            rows_published=int(chosen.sum()),
+            held_back=int(plan.held_back),
+            suppressed=0,
+            groups=int(plan.groups),
+            sum_of_errors=float(plan.sum_of_errors),
+            source_rows=source_rows,
             metrics={"static_optimum": static},
         )
         catalog.record_release(session, summary)
