@@ -210,7 +210,11 @@ class Hierarchy:
         """Codes of ``values`` at every level: int64 array of shape (n, height + 1),
         column ``i`` indexes :meth:`labels` ``(i)``. Raises ``ConfigError`` naming up to
         ten values the hierarchy does not cover."""
-        keys = [value_key(v) for v in values]
+        distinct: dict[Any, int] = {}
+        inverse = np.fromiter(
+            (distinct.setdefault(v, len(distinct)) for v in values), dtype=np.int64
+        )
+        keys = [value_key(v) for v in distinct]
         missing = sorted({k for k in keys if k not in self.table})
         if missing:
             shown = ", ".join(repr(m) for m in missing[:10])
@@ -220,7 +224,9 @@ class Hierarchy:
                 f"the data: {shown}{more}; add a row for each to the hierarchy file"
             )
         rows = [[self._index[lv][lab] for lv, lab in enumerate(self.table[k])] for k in keys]
-        return np.array(rows, dtype=np.int64).reshape(len(keys), self.height + 1)
+        table = np.array(rows, dtype=np.int64).reshape(len(keys), self.height + 1)
+        codes: np.ndarray = table[inverse]
+        return codes
 
     def as_rows(self) -> list[tuple[str, str, int, str]]:
         """``(attribute, value, level, label)`` for every value and level, so a backend
