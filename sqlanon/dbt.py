@@ -1,0 +1,54 @@
+"""dbt-duckdb plugin: sqlanon's SQL functions on every connection dbt opens.
+
+In ``profiles.yml``::
+
+    my_project:
+      target: dev
+      outputs:
+        dev:
+          type: duckdb
+          path: clinic.duckdb
+          plugins:
+            - module: sqlanon.dbt
+
+and the ``sqlanon_release`` materialization from the dbt package in ``dbt_sqlanon/``
+(``python -m sqlanon.dbt`` prints where this install keeps it, for ``packages.yml``).
+
+dbt-duckdb opens one DuckDB connection per run and hands every thread a cursor of it.
+Python UDFs belong to the database instance, so registering them once on the parent
+connection makes them callable from every cursor; temporary macros belong to one
+connection only, so each cursor gets the macros (``sqlanon_release_ke(...)`` and
+friends) again.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import duckdb
+from dbt.adapters.duckdb.plugins import BasePlugin
+
+from sqlanon import sqltext
+from sqlanon.backends.duckdb import install
+
+
+class Plugin(BasePlugin):
+    """Loaded by dbt-duckdb for ``plugins: [{module: sqlanon.dbt}]``."""
+
+    def configure_connection(self, conn: duckdb.DuckDBPyConnection) -> None:
+        """Apply pending catalog migrations and register the UDFs and macros."""
+        install(conn)
+
+    def configure_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        """Define the temporary macros on a cursor: they do not carry over from ``conn``."""
+        cursor.execute(sqltext.load("duckdb", "functions"))
+
+
+def package_dir() -> Path:
+    """The dbt package with the ``sqlanon_release`` materialization, for ``packages.yml``."""
+    return sqltext.data_dir("dbt_sqlanon")
+
+
+if __name__ == "__main__":
+    sys.stdout.write(f"{package_dir()}\n")
