@@ -1,0 +1,2 @@
+select id, age, sex, education, capital_loss
+from {{ source('clinic', 'adult') }}
