@@ -21,9 +21,10 @@
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {%- set summary = adapter.dispatch('publish_release', 'sqlanon')(kind, source, family, compiled_code, arguments) -%}
-  {{ log("sqlanon: " ~ family.identifier ~ " version " ~ summary['version'] ~ " (" ~ summary['table']
-         ~ "): " ~ summary['rows_published'] ~ " rows published, " ~ summary.get('held_back', 0)
-         ~ " held back, " ~ summary.get('suppressed', 0) ~ " suppressed", info=True) }}
+  {{ log("sqlanon: " ~ family.identifier ~ " version " ~ summary.get('version') ~ " ("
+         ~ summary.get('table') ~ "): " ~ summary.get('rows_published') ~ " rows published, "
+         ~ summary.get('held_back', 0) ~ " held back, " ~ summary.get('suppressed', 0)
+         ~ " suppressed", info=True) }}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
 
   {{ return({'relations': [family]}) }}
