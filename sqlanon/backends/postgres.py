@@ -1,0 +1,280 @@
+"""PostgreSQL backend: the :class:`~sqlanon.backends.base.Session` twice over.
+
+- :class:`PsycopgSession` runs in the client, over a psycopg 3 connection.
+- :class:`PlpySession` runs inside the server, in a PL/Python (``plpython3u``) function,
+  over the ``plpy`` module. The server has no psycopg, so this module imports it only
+  inside :class:`PsycopgSession`.
+
+Both speak PostgreSQL's own ``$1, $2, ...`` placeholders: psycopg's ``RawCursor`` sends
+them to the server unchanged (no ``%s`` rewriting, no ``%`` escaping), and ``plpy.prepare``
+takes them natively. The functions in ``sql/postgres/functions.sql`` are created by
+:mod:`sqlanon.pg_install`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sqlanon.errors import ConcurrentReleaseError
+
+_LOCK_FAMILY = "SELECT pg_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
+
+# Type OIDs from pg_type.dat: what query_arrays turns into numeric numpy arrays.
+_INT_OIDS = {20, 21, 23}  # int8, int2, int4
+_FLOAT_OIDS = {700, 701, 1700}  # float4, float8, numeric
+_BOOL_OID = 16
+
+# load_temp takes the type names release.py writes for every dialect; PostgreSQL spells
+# DuckDB's DOUBLE differently. Anything else must look like a plain type name.
+_TYPE_ALIASES = {"DOUBLE": "double precision"}
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*(\(\d+(,\s*\d+)?\))?(\[\])?$")
+
+
+class PsycopgSession:
+    """A :class:`Session` over a psycopg 3 connection (client side).
+
+    ``transaction()`` is ``conn.transaction()``: a real transaction on an autocommit
+    connection, a savepoint inside one that is already open.
+    """
+
+    dialect = "postgres"
+
+    def __init__(self, conn: Any) -> None:
+        import psycopg
+
+        self._conn = conn
+        self._cur = psycopg.RawCursor(conn)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        # Without parameters psycopg uses the simple protocol: several statements may
+        # be sent at once (migrations, function definitions).
+        self._cur.execute(sql, list(params) if params else None)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self.execute(sql, params)
+        return self._cur.fetchall() if self._cur.description else []
+
+    def query_dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        rows = self.query(sql, params)
+        names = [c.name for c in self._cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def query_arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
+        rows = self.query(sql, params)
+        columns = self._cur.description or []
+        return {
+            c.name: column_array([row[i] for row in rows], c.type_code)
+            for i, c in enumerate(columns)
+        }
+
+    def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
+        """``CREATE TEMP TABLE`` and one ``COPY ... FROM STDIN`` with every row."""
+        q = self.quote_ident
+        self.execute(_create_temp_sql(q, name, columns, types))
+        names = ", ".join(q(c) for c in columns)
+        lists = [np.asarray(v).tolist() for v in columns.values()]
+        with self._cur.copy(f"COPY {q(name)} ({names}) FROM STDIN") as copy:
+            for row in zip(*lists, strict=True):
+                copy.write_row(row)
+
+    def quote_ident(self, name: str) -> str:
+        from psycopg import sql
+
+        return sql.Identifier(name).as_string(self._conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._conn.transaction():
+            yield
+
+    def lock_family(self, family: str) -> None:
+        """Wait for the family's advisory lock (held until the transaction ends).
+
+        Waits as long as the connection's ``lock_timeout`` allows (forever by default);
+        when that runs out, :class:`ConcurrentReleaseError`.
+        """
+        from psycopg import errors, pq
+
+        if self._conn.info.transaction_status != pq.TransactionStatus.INTRANS:
+            raise RuntimeError("lock_family() needs an open transaction (session.transaction())")
+        try:
+            self.execute(_LOCK_FAMILY, [family])
+        except errors.LockNotAvailable as exc:
+            raise _concurrent(family) from exc
+
+
+class PlpySession:
+    """A :class:`Session` inside a PL/Python function, over the ``plpy`` module.
+
+    ``transaction()`` is ``plpy.subtransaction()``: on an exception the block's writes
+    are rolled back and the exception propagates; on success they become part of the
+    calling statement's transaction, which commits or rolls back as its caller decides.
+
+    Parameter types are inferred from the Python values (``int`` -> bigint, ``str`` ->
+    text, ``None`` -> unknown, ...) unless given: ``execute(sql, params, types=[...])``.
+    """
+
+    dialect = "postgres"
+
+    def __init__(self, plpy: Any) -> None:
+        self._plpy = plpy
+        self._plans: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+    def _run(self, sql: str, params: Sequence[Any], types: Sequence[str] | None) -> Any:
+        if not params:
+            return self._plpy.execute(sql)
+        values = [_plain_value(v) for v in params]
+        names = tuple(types) if types is not None else tuple(_infer_type(v) for v in values)
+        plan = self._plans.get((sql, names))
+        if plan is None:
+            plan = self._plans[(sql, names)] = self._plpy.prepare(sql, list(names))
+        return self._plpy.execute(plan, values)
+
+    def execute(
+        self, sql: str, params: Sequence[Any] = (), types: Sequence[str] | None = None
+    ) -> None:
+        self._run(sql, params, types)
+
+    def query(
+        self, sql: str, params: Sequence[Any] = (), types: Sequence[str] | None = None
+    ) -> list[tuple[Any, ...]]:
+        result = self._run(sql, params, types)
+        names = result.colnames() or []
+        return [tuple(row[c] for c in names) for row in result]
+
+    def query_dicts(
+        self, sql: str, params: Sequence[Any] = (), types: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        result = self._run(sql, params, types)
+        names = result.colnames() or []
+        return [{c: row[c] for c in names} for row in result]
+
+    def query_arrays(
+        self, sql: str, params: Sequence[Any] = (), types: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        result = self._run(sql, params, types)
+        names = result.colnames() or []
+        oids = result.coltypes() or []
+        return {
+            c: column_array([row[c] for row in result], oid)
+            for c, oid in zip(names, oids, strict=True)
+        }
+
+    def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
+        """``CREATE TEMP TABLE`` and one ``INSERT ... SELECT FROM unnest($1, $2, ...)``."""
+        q = self.quote_ident
+        self.execute(_create_temp_sql(q, name, columns, types))
+        array_types = [_pg_type(types[c]) + "[]" for c in columns]
+        unnest = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+        self.execute(
+            f"INSERT INTO {q(name)} ({', '.join(q(c) for c in columns)}) "  # noqa: S608
+            f"SELECT * FROM unnest({unnest})",
+            [np.asarray(v).tolist() for v in columns.values()],
+            types=array_types,
+        )
+
+    def quote_ident(self, name: str) -> str:
+        return str(self._plpy.quote_ident(name))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._plpy.subtransaction():
+            yield
+
+    def lock_family(self, family: str) -> None:
+        """Wait for the family's advisory lock (held until the calling transaction ends);
+        :class:`ConcurrentReleaseError` when ``lock_timeout`` runs out."""
+        try:
+            self.execute(_LOCK_FAMILY, [family])
+        except self._plpy.spiexceptions.LockNotAvailable as exc:
+            raise _concurrent(family) from exc
+
+
+def python_info() -> str:
+    """What a PL/Python function imports: sqlanon's directory and versions, as JSON."""
+    import sqlglot
+
+    import sqlanon
+
+    return json.dumps(
+        {
+            "python_dir": str(Path(sqlanon.__file__).resolve().parent.parent),
+            "sqlanon": sqlanon.__version__,
+            "numpy": np.__version__,
+            "sqlglot": sqlglot.__version__,
+            "python": sys.version.split()[0],
+        }
+    )
+
+
+def column_array(values: list[Any], type_oid: int) -> np.ndarray:
+    """One result column as numpy, the way the DuckDB session returns it: integers as
+    int64 (float64 with NaN when NULLs occur), floats and numerics as float64 (NaN for
+    NULL), booleans as bool, everything else as an object array (None for NULL)."""
+    has_null = any(v is None for v in values)
+    if type_oid in _INT_OIDS and not has_null:
+        return np.array(values, dtype=np.int64)
+    if type_oid in _INT_OIDS or type_oid in _FLOAT_OIDS:
+        return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+    if type_oid == _BOOL_OID and not has_null:
+        return np.array(values, dtype=bool)
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _create_temp_sql(
+    q: Any, name: str, columns: dict[str, np.ndarray], types: dict[str, str]
+) -> str:
+    """Drop any earlier temp table of that name (never a permanent one), then create it."""
+    spec = ", ".join(f"{q(c)} {_pg_type(types[c])}" for c in columns)
+    return f"DROP TABLE IF EXISTS pg_temp.{q(name)}; CREATE TEMP TABLE {q(name)} ({spec})"
+
+
+def _pg_type(name: str) -> str:
+    """A column type for SQL text: checked, since it cannot travel as a parameter."""
+    name = _TYPE_ALIASES.get(name.upper(), name)
+    if not _TYPE_NAME.match(name):
+        raise ValueError(f"load_temp: {name!r} is not a plain SQL type name")
+    return name
+
+
+def _plain_value(value: Any) -> Any:
+    """numpy scalars and arrays as the Python values PL/Python knows how to pass."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    return value
+
+
+def _infer_type(value: Any) -> str:
+    """The parameter type ``plpy.prepare`` needs, from a Python value."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "double precision"
+    if isinstance(value, Decimal):
+        return "numeric"
+    if isinstance(value, bytes):
+        return "bytea"
+    if isinstance(value, list | tuple):
+        inner = next((v for v in value if v is not None), "")
+        return _infer_type(inner) + "[]"
+    if value is None:
+        return "unknown"
+    return "text"
+
+
+def _concurrent(family: str) -> ConcurrentReleaseError:
+    return ConcurrentReleaseError(
+        f"another release of family {family!r} holds its lock and lock_timeout ran out; "
+        "nothing was written: run the release again when it has finished"
+    )
