@@ -133,6 +133,9 @@ def test_dbt_run_publishes_one_version_per_run(tmp_path: Path) -> None:
     relations = _relations(con)
     for name in BAD_MODELS:
         assert not {name, f"{name}_v1"} & relations
+    assert con.execute("SELECT family, version FROM sqlanon.releases").fetchall() == [
+        ("adult_ke", 1)
+    ]
     assert con.execute("SELECT DISTINCT family FROM sqlanon.members").fetchall() == [("adult_ke",)]
     con.execute(
         "INSERT INTO adult BY NAME SELECT * FROM read_csv($1) WHERE id NOT IN (SELECT id FROM adult)",
