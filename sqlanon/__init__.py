@@ -1,13 +1,17 @@
 """sqlanon: publish a growing private table again and again without leaking it.
 
-    import duckdb, sqlanon
-    con = duckdb.connect("clinic.duckdb")
-    sqlanon.install(con)
-    sqlanon.release_ke(con, "adult", "adult_ke", key="id", sensitive="capital_loss",
-                       quasi=["age", "sex"], k=5, e=20)
+import duckdb, sqlanon
+con = duckdb.connect("clinic.duckdb")
+sqlanon.install(con)
+sqlanon.release_ke(con, "adult", "adult_ke", key="id", sensitive="capital_loss",
+                   quasi=["age", "sex"], k=5, e=20)
 """
 
-from sqlanon.api import audit, release_ke
+# Load the modules sqlanon.audit and sqlanon.release_lhd first: importing them later would
+# rebind the package attributes ``audit`` and ``release_lhd`` (the functions below).
+import sqlanon.audit as _audit_module  # noqa: F401
+import sqlanon.release_lhd as _release_lhd_module  # noqa: F401
+from sqlanon.api import audit, hierarchy_widths, load_hierarchies, release_ke, release_lhd
 from sqlanon.backends.duckdb import install
 from sqlanon.errors import (
     ConcurrentReleaseError,
@@ -28,6 +32,9 @@ __all__ = [
     "UnsafeReleaseError",
     "UnsupportedQueryError",
     "audit",
+    "hierarchy_widths",
     "install",
+    "load_hierarchies",
     "release_ke",
+    "release_lhd",
 ]

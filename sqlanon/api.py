@@ -60,6 +60,57 @@ def release_ke(
         )
 
 
+def release_lhd(
+    con: Any,
+    source: str,
+    family: str,
+    *,
+    key: str,
+    quasi: Sequence[str],
+    sensitive: Sequence[str],
+    l: int,  # noqa: E741
+    algorithm: str = "auto",
+    max_suppression: float = 0.05,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Publish the next lHD-diverse version of ``family``; see
+    :func:`sqlanon.release_lhd.release_lhd`."""
+    # sqlanon.release_lhd names this function in the package, so import from the module
+    from sqlanon.release_lhd import release_lhd as release
+
+    with session_for(con) as session:
+        return release(
+            session,
+            source,
+            family,
+            key=key,
+            quasi=quasi,
+            sensitive=sensitive,
+            l=l,
+            algorithm=algorithm,
+            max_suppression=max_suppression,
+            seed=seed,
+        )
+
+
+def load_hierarchies(con: Any, dataset: str, folder: str) -> dict[str, Any]:
+    """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``."""
+    from sqlanon.release_lhd import load_hierarchies as load
+
+    with session_for(con) as session:
+        return load(session, dataset, folder)
+
+
+def hierarchy_widths(
+    con: Any, dataset: str, attribute: str, widths: Sequence[float]
+) -> dict[str, Any]:
+    """Store a numeric interval hierarchy (widths, e.g. ``[5, 10, 20]``) for a column."""
+    from sqlanon.release_lhd import hierarchy_widths as store
+
+    with session_for(con) as session:
+        return store(session, dataset, attribute, widths)
+
+
 def audit(con: Any, family: str) -> list[dict[str, Any]]:
     """Replay an attacker over every version of ``family``; one dict per version."""
     from sqlanon.audit import audit_family

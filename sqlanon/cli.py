@@ -78,6 +78,32 @@ def _release_ke(args: argparse.Namespace) -> None:
     print(json.dumps(summary, indent=2))
 
 
+def _release_lhd(args: argparse.Namespace) -> None:
+    from sqlanon.api import release_lhd
+
+    with connect(args.db) as con:
+        summary = release_lhd(
+            con,
+            args.source,
+            args.family,
+            key=args.key,
+            quasi=args.quasi,
+            sensitive=args.sensitive,
+            l=args.l,
+            algorithm=args.algorithm,
+            max_suppression=args.max_suppression,
+            seed=args.seed,
+        )
+    print(json.dumps(summary, indent=2))
+
+
+def _load_hierarchies(args: argparse.Namespace) -> None:
+    from sqlanon.api import load_hierarchies
+
+    with connect(args.db) as con:
+        print(json.dumps(load_hierarchies(con, args.dataset, args.folder), indent=2))
+
+
 def _audit(args: argparse.Namespace) -> None:
     from sqlanon.api import audit
 
@@ -138,6 +164,27 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_argument("--policy", default="auto", choices=["auto", "merge", "defer", "paper"])
     ke.add_argument("--seed", type=int, default=None, help="reproducible shuffles: tests only")
     ke.set_defaults(run=_release_ke)
+
+    lhd = commands.add_parser("release-lhd", help="publish the next lHD-diverse version")
+    lhd.add_argument("--db", required=True)
+    lhd.add_argument("source")
+    lhd.add_argument("family")
+    lhd.add_argument("--key", required=True)
+    lhd.add_argument("--quasi", nargs="+", required=True)
+    lhd.add_argument("--sensitive", nargs="+", required=True)
+    lhd.add_argument("--l", type=int, required=True)
+    lhd.add_argument("--algorithm", default="auto", choices=["auto", "greedy", "scalable"])
+    lhd.add_argument("--max-suppression", type=float, default=0.05)
+    lhd.add_argument("--seed", type=int, default=None, help="reproducible row order: tests only")
+    lhd.set_defaults(run=_release_lhd)
+
+    hier = commands.add_parser(
+        "load-hierarchies", help="store ARX hierarchy CSVs <dataset>_hierarchy_<attr>.csv"
+    )
+    hier.add_argument("--db", required=True)
+    hier.add_argument("dataset", help="the source table's name")
+    hier.add_argument("folder")
+    hier.set_defaults(run=_load_hierarchies)
 
     query = commands.add_parser("query", help="answer an aggregate query with hard intervals")
     query.add_argument("--db", required=True)

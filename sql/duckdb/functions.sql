@@ -3,6 +3,13 @@
 CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sensitive := NULL,
         quasi := [], k := 5, e := 0, policy := 'auto', seed := NULL) AS
     _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, seed);
+CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, quasi := [],
+        sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05, seed := NULL) AS
+    _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed);
+CREATE OR REPLACE TEMP MACRO sqlanon_load_hierarchies(dataset, folder) AS
+    _sqlanon_load_hierarchies(dataset, folder);
+CREATE OR REPLACE TEMP MACRO sqlanon_hierarchy_widths(dataset, attribute, widths) AS
+    _sqlanon_hierarchy_widths(dataset, attribute, widths);
 CREATE OR REPLACE TEMP MACRO sqlanon_audit(family) AS _sqlanon_audit(family);
 -- SELECT * FROM query(sqlanon_interval('SELECT sex, SUM(x) FROM fam GROUP BY sex'))
 CREATE OR REPLACE TEMP MACRO sqlanon_interval(sql) AS _sqlanon_interval(sql);

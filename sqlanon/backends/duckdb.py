@@ -142,6 +142,26 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             seed=seed,
         )
 
+    def release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed):  # noqa: ANN001, E741
+        return api.release_lhd(
+            con,
+            source,
+            family,
+            key=key,
+            quasi=quasi,
+            sensitive=sensitive,
+            l=l,
+            algorithm=algorithm,
+            max_suppression=max_suppression,
+            seed=seed,
+        )
+
+    def load_hierarchies(dataset, folder):  # noqa: ANN001
+        return api.load_hierarchies(con, dataset, folder)
+
+    def hierarchy_widths(dataset, attribute, widths):  # noqa: ANN001
+        return api.hierarchy_widths(con, dataset, attribute, widths)
+
     def audit_family(family):  # noqa: ANN001
         return api.audit(con, family)
 
@@ -166,6 +186,29 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
                 VARCHAR,
                 BIGINT,
             ],
+            VARCHAR,
+        ),
+        (
+            "_sqlanon_release_lhd",
+            _summary(release_lhd),
+            [
+                VARCHAR,
+                VARCHAR,
+                VARCHAR,
+                duckdb.list_type(VARCHAR),
+                duckdb.list_type(VARCHAR),
+                BIGINT,
+                VARCHAR,
+                DOUBLE,
+                BIGINT,
+            ],
+            VARCHAR,
+        ),
+        ("_sqlanon_load_hierarchies", _summary(load_hierarchies), [VARCHAR, VARCHAR], VARCHAR),
+        (
+            "_sqlanon_hierarchy_widths",
+            _summary(hierarchy_widths),
+            [VARCHAR, VARCHAR, duckdb.list_type(DOUBLE)],
             VARCHAR,
         ),
         ("_sqlanon_audit", _summary(audit_family), [VARCHAR], VARCHAR),

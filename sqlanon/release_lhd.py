@@ -1,0 +1,421 @@
+"""lHD-diversity releases on a database: hierarchies in the catalog, releases, history.
+
+The release reuses the (k,e) machinery of :mod:`sqlanon.release` (source checks, state
+diff, member state, view, catalog row) around the pure planner
+:func:`sqlanon.models.lhd.plan_lhd`. Every earlier release of the same source that
+shares a sensitive attribute (lHD versions of any family, and (k,e) releases whose
+sensitive column is published here) constrains the new one (MODELS.md, comparison
+constraint); they are read back as :class:`EarlierRelease` objects.
+
+Hierarchies are stored per dataset (the source table's name, without schema) and
+attribute. An attribute matches a column case-insensitively with ``-`` and ``_`` taken
+as equal, so ARX's ``adult_hierarchy_marital-status.csv`` serves a column
+``marital_status``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sqlanon import catalog, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import ConfigError
+from sqlanon.hierarchy import Hierarchy, load_directory
+from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
+from sqlanon.release import (
+    _NUMERIC,
+    Source,
+    _check_names,
+    _check_target,
+    _check_unchanged,
+    _idents,
+    _profile_source,
+    _refuse_changed,
+    _refuse_deleted,
+    _sql,
+    _summary,
+    publish_view,
+    random_order,
+    resolve_source,
+    write_members,
+)
+
+# Names the read and write SQL use for their own columns.
+_INTERNAL = {"record_key", "row_hash", "prev_cell", "prev_status", "prev_hash", "ord"}
+
+
+def attribute_name(name: str) -> str:
+    """How attributes and columns are matched: ``Marital-Status`` ~ ``marital_status``."""
+    return name.lower().replace("-", "_")
+
+
+def load_hierarchies(session: Session, dataset: str, folder: str | os.PathLike[str]) -> dict:
+    """Store every ``<dataset>_hierarchy_<attr>.csv`` of ``folder`` in
+    ``sqlanon.hierarchies``, replacing that dataset's rows (and widths of the same
+    attributes). Returns ``{"dataset", "attributes", "rows"}``."""
+    if not isinstance(dataset, str) or not dataset:
+        raise ConfigError(f"dataset must be the source table's name, got {dataset!r}")
+    if folder is None or not os.path.isdir(folder):
+        raise ConfigError(f"hierarchy folder {folder!r} does not exist")
+    found = load_directory(folder, dataset)
+    rows = [row for h in found.values() for row in h.as_rows()]
+    with session.transaction():
+        session.execute("DELETE FROM sqlanon.hierarchies WHERE dataset = $1", [dataset])
+        for attribute in found:
+            session.execute(
+                "DELETE FROM sqlanon.hierarchy_widths WHERE dataset = $1 AND attribute = $2",
+                [dataset, attribute],
+            )
+        columns = list(zip(*rows, strict=True))
+        session.load_temp(
+            "_sqlanon_hierarchy",
+            {
+                "attribute": np.array(columns[0], dtype=object),
+                "value": np.array(columns[1], dtype=object),
+                "level": np.array(columns[2], dtype=np.int64),
+                "label": np.array(columns[3], dtype=object),
+            },
+            {"attribute": "VARCHAR", "value": "VARCHAR", "level": "INTEGER", "label": "VARCHAR"},
+        )
+        session.execute(sqltext.load(session.dialect, "lhd_store_hierarchy"), [dataset])
+        session.execute("DROP TABLE _sqlanon_hierarchy")
+    return {"dataset": dataset, "attributes": sorted(found), "rows": len(rows)}
+
+
+def hierarchy_widths(
+    session: Session, dataset: str, attribute: str, widths: Sequence[float]
+) -> dict:
+    """Store a numeric interval hierarchy spec (built from the data at release time);
+    it replaces a loaded ARX hierarchy of the same attribute."""
+    if not isinstance(dataset, str) or not dataset:
+        raise ConfigError(f"dataset must be the source table's name, got {dataset!r}")
+    if not isinstance(attribute, str) or not attribute:
+        raise ConfigError(f"attribute must be a column name, got {attribute!r}")
+    if widths is None or isinstance(widths, str) or not isinstance(widths, Sequence):
+        raise ConfigError(f"widths must be a list of numbers, got {widths!r}")
+    spec = [float(w) for w in widths]
+    Hierarchy.from_widths(attribute, spec, [0])  # checks: positive, each a multiple
+    with session.transaction():
+        session.execute(
+            "DELETE FROM sqlanon.hierarchies WHERE dataset = $1 AND attribute = $2",
+            [dataset, attribute],
+        )
+        session.execute(
+            "DELETE FROM sqlanon.hierarchy_widths WHERE dataset = $1 AND attribute = $2",
+            [dataset, attribute],
+        )
+        session.execute(
+            "INSERT INTO sqlanon.hierarchy_widths VALUES ($1, $2, CAST($3 AS JSON))",
+            [dataset, attribute, json.dumps(spec)],
+        )
+    return {"dataset": dataset, "attribute": attribute, "widths": spec}
+
+
+def _hierarchies(
+    session: Session, src: Source, quasi: Sequence[str], data: dict[str, np.ndarray]
+) -> dict[str, Hierarchy]:
+    """The hierarchy of every QI column, from the catalog (ARX rows or widths)."""
+    tables: dict[str, dict[str, dict[int, str]]] = {}
+    for attribute, value, level, label in session.query(
+        sqltext.load(session.dialect, "lhd_hierarchy_rows"), [src.table]
+    ):
+        tables.setdefault(attribute, {}).setdefault(value, {})[int(level)] = label
+    widths = {
+        a: json.loads(w)
+        for a, w in session.query(
+            "SELECT attribute, CAST(widths AS VARCHAR) FROM sqlanon.hierarchy_widths "
+            "WHERE dataset = $1",
+            [src.table],
+        )
+    }
+    found: dict[str, Hierarchy] = {}
+    for column in quasi:
+        by_rows = [a for a in tables if attribute_name(a) == attribute_name(column)]
+        by_widths = [a for a in widths if attribute_name(a) == attribute_name(column)]
+        if by_rows:
+            rows = tables[by_rows[0]]
+            found[column] = Hierarchy(
+                column,
+                {v: tuple(levels[i] for i in sorted(levels)) for v, levels in rows.items()},
+            )
+        elif by_widths:
+            found[column] = Hierarchy.from_widths(
+                column, widths[by_widths[0]], np.unique(data[column]).tolist()
+            )
+        elif _NUMERIC.search(src.columns[column].lower()):
+            raise ConfigError(
+                f"no hierarchy for quasi-identifier {column!r} of {src.table!r}; it is "
+                f"numeric: give one with SELECT sqlanon_hierarchy_widths('{src.table}', "
+                f"'{column}', [5, 10, 20])"
+            )
+        else:
+            raise ConfigError(
+                f"no hierarchy for quasi-identifier {column!r} of {src.table!r}; load one "  # noqa: S608
+                f"with SELECT sqlanon_load_hierarchies('{src.table}', '<folder>') from a "
+                f"file {src.table}_hierarchy_{column}.csv (ARX format)"
+            )
+    return found
+
+
+def related_releases(
+    session: Session, source: str, sensitive: Sequence[str]
+) -> list[tuple[catalog.Release, list[str]]]:
+    """Every release of ``source`` sharing a sensitive attribute, oldest first, with the
+    attributes it shares."""
+    order = {
+        (f, v): i
+        for i, (f, v) in enumerate(
+            session.query("SELECT family, version FROM sqlanon.releases ORDER BY created_at")
+        )
+    }
+    found = []
+    for r in catalog.releases(session):
+        if r.parameters.get("source") != source:
+            continue
+        published = r.parameters.get("sensitive")
+        published = [published] if isinstance(published, str) else list(published or [])
+        shared = [s for s in published if s in sensitive]
+        if shared:
+            found.append((r, shared))
+    found.sort(key=lambda item: (order[(item[0].family, item[0].version)], item[0].version))
+    return found
+
+
+def earlier_release(
+    session: Session, release: catalog.Release, shared: Sequence[str], keys: np.ndarray
+) -> EarlierRelease:
+    """``release`` seen from the records ``keys`` (class per key, -1 if not published),
+    with the distinct values each class published for the ``shared`` attributes, read
+    from its release table (what was published, even if the source changed since)."""
+    q = session.quote_ident
+    exists = sqltext.load(session.dialect, "relation_exists")
+    schema = session.query("SELECT current_schema()")[0][0]
+    if not session.query(exists, [schema, release.table_name]):
+        raise ConfigError(
+            f"release table {release.table_name!r} of {release.family!r} is gone; the "
+            "comparison constraint needs every earlier release of the source"
+        )
+    group_col = "class_id" if release.model == "lhd" else "group_id"
+    ids: np.ndarray | None = None
+    values: dict[str, list[frozenset[Any]]] = {}
+    for s in shared:
+        rows = session.query_arrays(
+            _sql(
+                session,
+                "lhd_class_values",
+                group_id=q(group_col),
+                sensitive=q(s),
+                release=q(release.table_name),
+            )
+        )
+        ids = np.unique(rows["class_id"].astype(np.int64))
+        cls = np.searchsorted(ids, rows["class_id"].astype(np.int64))
+        sets: list[set[Any]] = [set() for _ in range(ids.size)]
+        for c, v in zip(cls.tolist(), rows["s"].tolist(), strict=True):
+            sets[c].add(v)
+        values[s] = [frozenset(x) for x in sets]
+    assert ids is not None
+    member = dict(
+        session.query(
+            sqltext.load(session.dialect, "lhd_published_classes"),
+            [release.family, release.version],
+        )
+    )
+    raw = np.array([member.get(k, -1) for k in keys.tolist()], dtype=np.int64)
+    if ids.size == 0:
+        return EarlierRelease(np.full(raw.size, -1, dtype=np.int64), values)
+    pos = np.minimum(np.searchsorted(ids, raw), ids.size - 1)
+    known = (raw >= 0) & (ids[pos] == raw)
+    return EarlierRelease(np.where(known, pos, -1), values)
+
+
+def _check_lhd_parameters(
+    l: object,  # noqa: E741
+    algorithm: object,
+    max_suppression: object,
+    seed: object,
+    sensitive: object,
+) -> list[str]:
+    if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 2:
+        raise ConfigError(f"l must be a whole number >= 2, got {l!r}")
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if (
+        isinstance(max_suppression, bool)
+        or not isinstance(max_suppression, int | float | np.number)
+        or math.isnan(float(max_suppression))
+        or not 0 <= float(max_suppression) <= 1
+    ):
+        raise ConfigError(f"max_suppression must be a fraction in [0, 1], got {max_suppression!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise ConfigError(f"seed must be a whole number or NULL, got {seed!r}")
+    if isinstance(sensitive, str) or not isinstance(sensitive, Sequence) or not sensitive:
+        raise ConfigError(f"sensitive must be a non-empty list of column names, got {sensitive!r}")
+    names = list(sensitive)
+    if len(set(names)) != len(names) or not all(isinstance(s, str) and s for s in names):
+        raise ConfigError(f"sensitive must list distinct column names, got {names}")
+    return names
+
+
+def release_lhd(
+    session: Session,
+    source: str,
+    family: str,
+    *,
+    key: str,
+    quasi: Sequence[str],
+    sensitive: Sequence[str],
+    l: int,  # noqa: E741
+    algorithm: str = "auto",
+    max_suppression: float = 0.05,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Publish the next lHD-diverse version of ``family`` from ``source``.
+
+    ``seed`` only fixes the row order (tests); the plan itself is deterministic.
+    Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
+    """
+    sensitive = _check_lhd_parameters(l, algorithm, max_suppression, seed, sensitive)
+    if not isinstance(key, str):
+        raise ConfigError("key must name one column")
+    quasi = _check_names(family, quasi, sensitive, key)
+    if not quasi:
+        raise ConfigError("quasi must list at least one column (each needs a hierarchy)")
+    with session.transaction():
+        session.lock_family(family)
+        src = resolve_source(session, source)
+        key = src.column(key, "key")
+        quasi = [src.column(c, "quasi") for c in quasi]
+        sensitive = [src.column(c, "sensitive") for c in sensitive]
+        _check_names(family, quasi, sensitive, key)
+        clash = _INTERNAL & {c.lower() for c in [*quasi, *sensitive]}
+        if clash:
+            raise ConfigError(f"columns named {sorted(clash)} clash with sqlanon's own; rename")
+        parameters = {
+            "source": src.label,
+            "key": key,
+            "quasi": quasi,
+            "sensitive": sensitive,
+            "l": int(l),
+            "algorithm": algorithm,
+            "max_suppression": float(max_suppression),
+            "seeded": seed is not None,
+        }
+        last = catalog.latest(session, family)
+        if last is not None and last.model != "lhd":
+            raise ConfigError(f"family {family!r} is a {last.model} family, not lHD")
+        _check_unchanged(family, last, parameters, ("source", "key", "quasi", "sensitive", "l"))
+        version = 1 if last is None else last.version + 1
+        table = _check_target(session, family, version)
+        source_rows = 0
+        for s in sensitive:
+            source_rows = _profile_source(session, src, key, s)
+        if last is not None:
+            _refuse_deleted(session, src, key, family, last.version)
+
+        q = session.quote_ident
+        rows = session.query_arrays(
+            _sql(
+                session,
+                "lhd_read_source",
+                key=q(key),
+                hashed=_idents(session, [*quasi, *sensitive], "src"),
+                columns=_idents(session, [*quasi, *sensitive], "src"),
+                source=src.qualified(session),
+            ),
+            [family, 0 if last is None else last.version],
+        )
+        keys = rows["record_key"]
+        published_before = rows["prev_status"] == "published"
+        _refuse_changed(keys, published_before & (rows["row_hash"] != rows["prev_hash"]), family)
+        for column in quasi:
+            missing = np.array([v is None or v != v for v in rows[column].tolist()])
+            if missing.any():
+                shown = ", ".join(str(k) for k in keys[missing][:10])
+                raise ConfigError(
+                    f"quasi column {column!r} has {int(missing.sum())} NULL values (keys "
+                    f"{shown}); fill or filter them"
+                )
+        hierarchies = _hierarchies(session, src, quasi, rows)
+        earlier = [
+            earlier_release(session, r, shared, keys)
+            for r, shared in related_releases(session, src.label, sensitive)
+        ]
+        plan = plan_lhd(
+            {c: rows[c] for c in quasi},
+            {s: rows[s] for s in sensitive},
+            hierarchies,
+            int(l),
+            earlier,
+            algorithm,
+            float(max_suppression),
+        )
+        chosen = plan.class_id >= 0
+        session.load_temp(
+            "_sqlanon_lhd",
+            {
+                "record_key": keys[chosen],
+                "class_id": plan.class_id[chosen],
+                "ord": random_order(int(chosen.sum()), seed),
+                **{c: plan.labels(c)[chosen] for c in quasi},
+            },
+            {
+                "record_key": "VARCHAR",
+                "class_id": "INTEGER",
+                "ord": "BIGINT",
+                **dict.fromkeys(quasi, "VARCHAR"),
+            },
+        )
+        session.execute(
+            _sql(
+                session,
+                "lhd_write_release",
+                release=q(table),
+                labels=_idents(session, quasi, "a"),
+                sensitive=_idents(session, sensitive, "v"),
+                source=src.qualified(session),
+                key=q(key),
+            )
+        )
+        session.execute("DROP TABLE _sqlanon_lhd")
+        publish_view(session, family, table)
+        prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
+        _, cell = np.unique(np.stack([prev_cell, plan.class_id]), axis=1, return_inverse=True)
+        status = np.where(chosen, "published", "suppressed")
+        write_members(
+            session,
+            family,
+            version,
+            keys,
+            plan.class_id,
+            cell.reshape(-1),
+            status,
+            rows["row_hash"],
+        )
+        summary = catalog.Release(
+            family=family,
+            version=version,
+            table_name=table,
+            model="lhd",
+            source=src.label,
+            parameters=parameters,
+            rows_published=int(chosen.sum()),
+            held_back=0,
+            suppressed=int(plan.suppressed),
+            groups=int(plan.n_classes),
+            sum_of_errors=None,
+            source_rows=source_rows,
+            metrics={
+                "precision_loss": float(plan.precision_loss),
+                "dm": int(plan.dm),
+                "algorithm_used": plan.algorithm,
+            },
+        )
+        catalog.record_release(session, summary)
+    return _summary(summary)

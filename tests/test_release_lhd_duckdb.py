@@ -1,0 +1,328 @@
+"""lHD releases end to end on real DuckDB files: hierarchies in the catalog, the SQL
+functions, the comparison constraint across families and versions, audit, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+import sqlanon
+from sqlanon.audit import audit_versions
+from sqlanon.backends.duckdb import DuckDBSession
+from sqlanon.catalog import releases
+from sqlanon.cli import main
+from sqlanon.demo import load_adult
+from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.models.lhd import comparison_attack, comparison_violations
+from sqlanon.release_lhd import earlier_release
+
+HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
+
+# Seed 002, Table 4 (as in tests/test_lhd_model.py).
+EMPLOYEES = [
+    (1, "Accounting", "Male", "60636", 10000),  # John
+    (2, "Accounting", "Female", "60632", 13000),
+    (3, "Programmer", "Male", "60635", 14000),
+    (4, "Programmer", "Male", "60639", 15000),
+    (5, "Lecturer", "Female", "60632", 16000),
+    (6, "Lecturer", "Female", "60632", 17000),
+    (7, "Lecturer", "Female", "60632", 18000),
+]
+EMPLOYEE_HIERARCHIES = {
+    "position": "Accounting;*\nProgrammer;*\nLecturer;*\n",
+    "gender": "Male;*\nFemale;*\n",
+    "zip": "".join(f"{z};6063*;*\n" for z in ["60632", "60635", "60636", "60639"]),
+}
+
+
+def result(con: duckdb.DuckDBPyConnection, sql: str) -> dict | list:
+    return json.loads(con.execute(sql).fetchone()[0])
+
+
+def snapshot(con: duckdb.DuckDBPyConnection) -> tuple:
+    tables = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables ORDER BY ALL"
+    ).fetchall()
+    counts = [
+        con.execute(f"SELECT count(*) FROM sqlanon.{t}").fetchone()  # noqa: S608
+        for t in ("releases", "members", "hierarchies", "hierarchy_widths")
+    ]
+    return tables, counts
+
+
+def make_employees(con: duckdb.DuckDBPyConnection, folder: Path, table: str = "emp") -> None:
+    con.execute(
+        f"CREATE TABLE {table} (id INTEGER, position VARCHAR, gender VARCHAR, zip VARCHAR, "
+        "salary INTEGER)"
+    )
+    con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?)", EMPLOYEES)  # noqa: S608
+    folder.mkdir(exist_ok=True)
+    for attribute, text in EMPLOYEE_HIERARCHIES.items():
+        (folder / f"{table}_hierarchy_{attribute}.csv").write_text(text)
+    result(con, f"SELECT sqlanon_load_hierarchies('{table}', '{folder}')")
+
+
+@pytest.fixture
+def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    db = duckdb.connect(str(tmp_path / "lhd.duckdb"))
+    sqlanon.install(db)
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def emp(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    make_employees(con, tmp_path / "hier")
+    return con
+
+
+def history(con: duckdb.DuckDBPyConnection, refs: list[tuple[str, int]], keys: list[str]) -> list:
+    session = DuckDBSession(con)
+    try:
+        found = {(r.family, r.version): r for r in releases(session)}
+        out = []
+        for ref in refs:
+            r = found[ref]
+            shared = r.parameters["sensitive"]
+            out.append(earlier_release(session, r, shared, np.array(keys, dtype=object)))
+        return out
+    finally:
+        session.close()
+
+
+def check_l_diverse(con: duckdb.DuckDBPyConnection, table: str, sensitive: str, l: int) -> None:  # noqa: E741
+    worst = con.execute(
+        f"SELECT min(n) FROM (SELECT count(DISTINCT {sensitive}) AS n FROM {table} "  # noqa: S608
+        "GROUP BY class_id)"
+    ).fetchone()[0]
+    assert worst >= l
+
+
+def test_adult_two_sub_data_versions(con: duckdb.DuckDBPyConnection) -> None:
+    load_adult(con, "adult")
+    loaded = result(con, f"SELECT sqlanon_load_hierarchies('adult', '{HIERARCHIES}')")
+    assert "marital-status" in loaded["attributes"] and loaded["rows"] > 0
+    first = result(
+        con,
+        "SELECT sqlanon_release_lhd('adult', 'adult_ams', key := 'id', "
+        "quasi := ['age', 'marital_status', 'sex'], sensitive := ['capital_loss'], l := 3, "
+        "seed := 1)",
+    )
+    assert first["version"] == 1 and first["model"] == "lhd"
+    assert first["rows_published"] + first["suppressed"] == 1427
+    assert 0 <= first["precision_loss"] <= 1 and first["dm"] > 0
+    second = result(
+        con,
+        "SELECT sqlanon_release_lhd('adult', 'adult_er', key := 'id', "
+        "quasi := ['education', 'race', 'sex'], sensitive := ['capital_loss'], l := 3, "
+        "seed := 2)",
+    )
+    for table in ("adult_ams_v1", "adult_er_v1"):
+        check_l_diverse(con, table, "capital_loss", 3)
+    columns = con.execute("DESCRIBE adult_ams").fetchall()
+    assert [(c[0], c[1]) for c in columns] == [
+        ("age", "VARCHAR"),
+        ("marital_status", "VARCHAR"),
+        ("sex", "VARCHAR"),
+        ("capital_loss", "BIGINT"),
+        ("class_id", "INTEGER"),
+    ]
+    assert con.execute("SELECT count(*) FROM adult_er").fetchone()[0] == second["rows_published"]
+    keys = [str(k) for (k,) in con.execute("SELECT id FROM adult ORDER BY id").fetchall()]
+    old, new = history(con, [("adult_ams", 1), ("adult_er", 1)], keys)
+    assert comparison_violations(new, [old], 3) == []
+    assert comparison_attack([old, new], 3).exposed_records.size == 0
+    row = con.execute(
+        "SELECT CAST(parameters AS VARCHAR), groups, CAST(metrics AS VARCHAR) "
+        "FROM sqlanon.releases WHERE family = 'adult_er'"
+    ).fetchone()
+    parameters = json.loads(row[0])
+    assert parameters["source"].endswith(".adult") and parameters["l"] == 3
+    assert parameters["quasi"] == ["education", "race", "sex"]
+    assert row[1] == second["groups"] and "precision_loss" in json.loads(row[2])
+    for family in ("adult_ams", "adult_er"):
+        audit = result(con, f"SELECT sqlanon_audit('{family}')")
+        assert audit == [
+            {
+                "family": family,
+                "version": 1,
+                "exposed": 0,
+                "newly_exposed": 0,
+                "by_comparison": 0,
+                "by_cell": 0,
+            }
+        ]
+
+
+def test_john_is_safe_with_sqlanon(emp: duckdb.DuckDBPyConnection) -> None:
+    sqlanon.release_lhd(
+        emp, "emp", "emp_pg", key="id", quasi=["position", "gender"], sensitive=["salary"],
+        l=2, algorithm="greedy", max_suppression=0.0, seed=1,
+    )  # fmt: skip
+    john = emp.execute("SELECT position, gender FROM emp_pg WHERE salary = 10000").fetchone()
+    assert john == ("Accounting", "*")
+    sqlanon.release_lhd(
+        emp, "emp", "emp_gz", key="id", quasi=["gender", "zip"], sensitive=["salary"],
+        l=2, algorithm="greedy", max_suppression=0.0, seed=1,
+    )  # fmt: skip
+    assert sqlanon.audit(emp, "emp_gz")[0]["exposed"] == 0
+    keys = [str(r[0]) for r in EMPLOYEES]
+    attack = comparison_attack(history(emp, [("emp_pg", 1), ("emp_gz", 1)], keys), 2)
+    assert attack.exposed_records.size == 0
+    assert len(attack.candidates(0, "salary")) >= 2
+
+
+def test_john_is_exposed_by_independent_releases(
+    emp: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    make_employees(emp, tmp_path / "hier2", table="emp_copy")  # another source: no constraint
+    common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.0, "seed": 1}
+    sqlanon.release_lhd(emp, "emp", "emp_pg", quasi=["position", "gender"], **common)
+    sqlanon.release_lhd(emp, "emp_copy", "copy_gz", quasi=["gender", "zip"], **common)
+    assert sqlanon.audit(emp, "copy_gz")[0]["exposed"] == 0  # alone, it looks safe
+    session = DuckDBSession(emp)
+    try:
+        rows = audit_versions(session, [("emp_pg", 1), ("copy_gz", 1)])
+    finally:
+        session.close()
+    assert rows[0]["exposed"] == 0 and rows[1]["exposed"] >= 1
+    keys = [str(r[0]) for r in EMPLOYEES]
+    attack = comparison_attack(history(emp, [("emp_pg", 1), ("copy_gz", 1)], keys), 2)
+    assert attack.candidates(0, "salary") == frozenset({10000})
+
+
+def test_appends_make_version_2_under_the_constraint(emp: duckdb.DuckDBPyConnection) -> None:
+    release = (
+        "SELECT sqlanon_release_lhd('emp', 'emp_pg', key := 'id', quasi := ['position', "
+        "'gender'], sensitive := ['salary'], l := 2, max_suppression := 0.5, seed := 3)"
+    )
+    result(emp, release)
+    emp.executemany(
+        "INSERT INTO emp VALUES (?, ?, ?, ?, ?)",
+        [(8, "Programmer", "Female", "60635", 19000), (9, "Accounting", "Male", "60639", 20000)],
+    )
+    second = result(emp, release)
+    assert second["version"] == 2 and second["table"] == "emp_pg_v2"
+    assert second["rows_published"] + second["suppressed"] == 9
+    assert emp.execute("SELECT count(*) FROM emp_pg").fetchone()[0] == second["rows_published"]
+    keys = [str(i) for i in range(1, 10)]
+    v1, v2 = history(emp, [("emp_pg", 1), ("emp_pg", 2)], keys)
+    assert comparison_violations(v2, [v1], 2) == []
+    assert [r["exposed"] for r in sqlanon.audit(emp, "emp_pg")] == [0, 0]
+    states = emp.execute(
+        "SELECT version, status, count(*) FROM sqlanon.members GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert sum(n for v, _, n in states if v == 2) == 9
+
+
+def test_deleted_or_changed_published_rows_are_refused(emp: duckdb.DuckDBPyConnection) -> None:
+    args = {"key": "id", "quasi": ["position", "gender"], "sensitive": ["salary"], "l": 2}
+    sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
+    emp.execute("UPDATE emp SET salary = 11000 WHERE id = 1")
+    before = snapshot(emp)
+    with pytest.raises(UnsafeReleaseError, match="changed"):
+        sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
+    emp.execute("DELETE FROM emp WHERE id = 1")
+    with pytest.raises(UnsafeReleaseError, match="deleted"):
+        sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
+    assert snapshot(emp) == before
+
+
+def test_widths_hierarchy_for_a_numeric_column(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        "CREATE TABLE p AS SELECT i AS id, 20 + i % 40 AS age, i % 7 AS s FROM range(200) t(i)"
+    )
+    with pytest.raises(ConfigError, match="sqlanon_hierarchy_widths"):
+        sqlanon.release_lhd(con, "p", "p_l", key="id", quasi=["age"], sensitive=["s"], l=3)
+    stored = result(con, "SELECT sqlanon_hierarchy_widths('p', 'age', [5, 10, 20])")
+    assert stored["widths"] == [5.0, 10.0, 20.0]
+    summary = sqlanon.release_lhd(con, "p", "p_l", key="id", quasi=["age"], sensitive=["s"], l=3)
+    assert summary["rows_published"] + summary["suppressed"] == 200
+    check_l_diverse(con, "p_l", "s", 3)
+    assert con.execute("SELECT count(*) FROM p_l WHERE age LIKE '[%'").fetchone()[0] >= 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"quasi": ["position", "nope"]}, ConfigError, "nope"),
+        ({"sensitive": ["nope"]}, ConfigError, "nope"),
+        ({"l": 1}, ConfigError, "l must be"),
+        ({"sensitive": ["zip"], "l": 5}, InfeasibleError, 'needs 5 distinct values of "zip"'),
+        ({"quasi": ["position", "salary"]}, ConfigError, "more than one role"),
+        ({"quasi": ["position", "salary"], "sensitive": ["zip"]}, ConfigError, "widths"),
+        ({"quasi": ["position", "id"]}, ConfigError, "more than one role"),
+        ({"algorithm": "best"}, ConfigError, "algorithm"),
+        ({"max_suppression": 2.0}, ConfigError, "max_suppression"),
+        ({"sensitive": []}, ConfigError, "sensitive"),
+        ({"source": "missing"}, ConfigError, "does not exist"),
+        ({"source": "empty"}, InfeasibleError, "empty"),
+        ({"source": "uncovered"}, ConfigError, "does not cover"),
+        ({"source": "plain"}, ConfigError, "sqlanon_load_hierarchies"),
+    ],
+)
+def test_bad_input_leaves_the_database_unchanged(
+    emp: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict, error: type, message: str
+) -> None:
+    emp.execute("CREATE TABLE empty AS SELECT * FROM emp LIMIT 0")
+    emp.execute("CREATE TABLE plain AS SELECT * FROM emp")
+    emp.execute("CREATE TABLE uncovered AS SELECT * FROM emp")
+    emp.execute("UPDATE uncovered SET position = 'Dean' WHERE id = 7")
+    for table in ("empty", "uncovered"):
+        for attribute, text in EMPLOYEE_HIERARCHIES.items():
+            (tmp_path / f"{table}_hierarchy_{attribute}.csv").write_text(text)
+        sqlanon.load_hierarchies(emp, table, str(tmp_path))
+    args = {
+        "source": "emp",
+        "key": "id",
+        "quasi": ["position", "gender"],
+        "sensitive": ["salary"],
+        "l": 2,
+        **changes,
+    }
+    source = args.pop("source")
+    before = snapshot(emp)
+    with pytest.raises(error, match=message):
+        sqlanon.release_lhd(emp, source, "fam", **args)
+    assert snapshot(emp) == before
+
+
+def test_inconsistent_hierarchy_is_refused(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    (tmp_path / "t_hierarchy_city.csv").write_text(
+        "Paris;France;*\nLyon;Spain;*\nNice;France;Europe\n"
+    )
+    before = snapshot(con)
+    with pytest.raises(duckdb.Error, match="must be"):
+        con.execute(f"SELECT sqlanon_load_hierarchies('t', '{tmp_path}')")
+    with pytest.raises(ConfigError, match="does not exist"):
+        sqlanon.load_hierarchies(con, "t", str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match="no u_hierarchy_"):
+        sqlanon.load_hierarchies(con, "u", str(tmp_path))
+    assert snapshot(con) == before
+
+
+def test_cli_load_hierarchies_and_release_lhd(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    db = str(tmp_path / "cli.duckdb")
+    con = duckdb.connect(db)
+    sqlanon.install(con)
+    con.execute(
+        "CREATE TABLE emp (id INTEGER, position VARCHAR, gender VARCHAR, zip VARCHAR, "
+        "salary INTEGER)"
+    )
+    con.executemany("INSERT INTO emp VALUES (?, ?, ?, ?, ?)", EMPLOYEES)
+    con.close()
+    for attribute, text in EMPLOYEE_HIERARCHIES.items():
+        (tmp_path / f"emp_hierarchy_{attribute}.csv").write_text(text)
+    assert main(["load-hierarchies", "--db", db, "emp", str(tmp_path)]) == 0
+    assert main(["release-lhd", "--db", db, "emp", "emp_pg", "--key", "id", "--quasi",
+                 "position", "gender", "--sensitive", "salary", "--l", "2"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out.split("\n}\n")[-1] or "{}") == {}
+    assert main(["release-lhd", "--db", db, "emp", "bad", "--key", "id", "--quasi", "zip",
+                 "--sensitive", "salary", "--l", "1"]) == 2  # fmt: skip
+    assert "l must be" in capsys.readouterr().err
