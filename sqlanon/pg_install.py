@@ -228,13 +228,16 @@ def with_prologue(sql: str, python_dir: Path | str, deps_dir: Path | str) -> str
 def _create_plpython(conn: Any) -> None:
     from psycopg import errors
 
+    user, superuser = conn.execute(
+        "SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    if not superuser:
+        raise ConfigError(
+            f"installing sqlanon needs a superuser connection (PL/Python is an untrusted "
+            f"language); {user!r} is not one"
+        )
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS plpython3u")
-    except errors.InsufficientPrivilege as exc:
-        raise ConfigError(
-            "installing sqlanon needs a superuser connection (PL/Python is untrusted): "
-            f"{exc.diag.message_primary}"
-        ) from exc
     except (errors.UndefinedFile, errors.FeatureNotSupported) as exc:
         raise ConfigError(
             "the server has no PL/Python: install it on the server machine "

@@ -26,6 +26,7 @@ import numpy as np
 
 from sqlanon.errors import ConcurrentReleaseError
 
+_PARAM = re.compile(r"\$(\d+)(?!\d)")
 _LOCK_FAMILY = "SELECT pg_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
 
 # Type OIDs from pg_type.dat: what query_arrays turns into numeric numpy arrays.
@@ -119,8 +120,12 @@ class PlpySession:
     are rolled back and the exception propagates; on success they become part of the
     calling statement's transaction, which commits or rolls back as its caller decides.
 
-    Parameter types are inferred from the Python values (``int`` -> bigint, ``str`` ->
-    text, ``None`` -> unknown, ...) unless given: ``execute(sql, params, types=[...])``.
+    ``plpy.prepare`` needs every parameter's type up front. Unless they are given
+    (``execute(sql, params, types=[...])``) they are inferred from the Python values:
+    ``int`` -> bigint, ``float`` -> double precision, ``str`` -> text, a list -> an
+    array of its first non-NULL element's type; a ``None`` parameter (no type to
+    infer) is written into the SQL as an untyped ``NULL``, which PostgreSQL types
+    from its context as it would the parameter.
     """
 
     dialect = "postgres"
@@ -133,7 +138,11 @@ class PlpySession:
         if not params:
             return self._plpy.execute(sql)
         values = [_plain_value(v) for v in params]
-        names = tuple(types) if types is not None else tuple(_infer_type(v) for v in values)
+        if types is None:
+            sql = _inline_nulls(sql, values)
+            names = tuple(_infer_type(v) for v in values)
+        else:
+            names = tuple(types)
         plan = self._plans.get((sql, names))
         if plan is None:
             plan = self._plans[(sql, names)] = self._plpy.prepare(sql, list(names))
@@ -268,9 +277,15 @@ def _infer_type(value: Any) -> str:
     if isinstance(value, list | tuple):
         inner = next((v for v in value if v is not None), "")
         return _infer_type(inner) + "[]"
-    if value is None:
-        return "unknown"
-    return "text"
+    return "text"  # also for None, inlined as NULL by _inline_nulls: the type is unused
+
+
+def _inline_nulls(sql: str, values: Sequence[Any]) -> str:
+    """Write ``NULL`` for each ``$n`` whose value is ``None``."""
+    nulls = {i for i, v in enumerate(values, start=1) if v is None}
+    if not nulls:
+        return sql
+    return _PARAM.sub(lambda m: "NULL" if int(m.group(1)) in nulls else m.group(0), sql)
 
 
 def _concurrent(family: str) -> ConcurrentReleaseError:
