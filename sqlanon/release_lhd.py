@@ -193,6 +193,10 @@ def earlier_release(
     """``release`` seen from the records ``keys`` (class per key, -1 if not published),
     with the distinct values each class published for the ``shared`` attributes, read
     from its release table (what was published, even if the source changed since)."""
+    if isinstance(shared, str):
+        shared = [shared]
+    if not shared:
+        raise ConfigError(f"release {release.table_name!r}: give the sensitive columns to read")
     q = session.quote_ident
     exists = sqltext.load(session.dialect, "relation_exists")
     schema = session.query("SELECT current_schema()")[0][0]
