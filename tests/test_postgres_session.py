@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import sqlglot
 
-from sqlanon import pg_install
+from sqlanon import pg_install, sqltext
 from sqlanon.backends.postgres import PsycopgSession
 from sqlanon.errors import ConcurrentReleaseError, ConfigError
 from sqlanon.pg_install import PostgresInstall, install_postgres, with_prologue
@@ -60,12 +60,14 @@ def python_info(conn: Any) -> dict[str, Any]:
 def test_install_twice_applies_migrations_once(pg_db: str, pg_python_root: Path) -> None:
     first = install_postgres(pg_db, python_root=pg_python_root)
     second = install_postgres(pg_db, python_root=pg_python_root)
-    assert first.migrations == ["001_catalog"]
+    every = [name for name, _ in sqltext.migrations("postgres")]
+    assert first.migrations == every and every[0] == "001_catalog"
     assert second.migrations == []
     assert second.built is False
     assert (second.python_dir, second.deps_dir) == (first.python_dir, first.deps_dir)
     with psycopg.connect(pg_db) as conn:
-        assert conn.execute("SELECT name FROM sqlanon.migrations").fetchall() == [("001_catalog",)]
+        applied = conn.execute("SELECT name FROM sqlanon.migrations ORDER BY name").fetchall()
+        assert applied == [(name,) for name in every]
         info = python_info(conn)
     assert info["python_dir"] == str(first.python_dir)
     assert (info["numpy"], info["sqlglot"]) == (np.__version__, sqlglot.__version__)
@@ -177,7 +179,7 @@ def test_plpy_queries_with_inferred_and_given_types(
                 "dtypes": {k: str(v.dtype) for k, v in arrays.items()},
                 "x": [None if np.isnan(v) else v for v in arrays["x"].tolist()],
                 "name": arrays["name"].tolist(),
-                "quoted": s.quote_ident('we"ird'),
+                "quoted": [s.quote_ident('we"ird'), s.quote_ident("plain")],
             }
         """,
     )
@@ -193,7 +195,7 @@ def test_plpy_queries_with_inferred_and_given_types(
     }
     assert out["x"] == [1.5, None, 0.5]
     assert out["name"] == ["a", None, "c"]
-    assert out["quoted"] == '"we""ird"'
+    assert out["quoted"] == ['"we""ird"', '"plain"']
 
 
 def test_plpy_load_temp_round_trips_numpy_columns(pg_conn: Any, installed: PostgresInstall) -> None:
@@ -321,7 +323,7 @@ def test_psycopg_queries_use_dollar_placeholders(pg_conn: Any) -> None:
     assert np.isnan(arrays["x"][1]) and arrays["name"].tolist() == ["50%", None]
     empty = s.query_arrays("SELECT id, name FROM t WHERE false")
     assert (empty["id"].dtype, len(empty["id"]), len(empty["name"])) == (np.int64, 0, 0)
-    assert s.quote_ident('we"ird') == '"we""ird"'
+    assert [s.quote_ident('we"ird'), s.quote_ident("plain")] == ['"we""ird"', '"plain"']
 
 
 def test_psycopg_load_temp_copies_every_row(pg_conn: Any) -> None:

@@ -192,7 +192,10 @@ class PlpySession:
         )
 
     def quote_ident(self, name: str) -> str:
-        return str(self._plpy.quote_ident(name))
+        """Always quoted, like psycopg's ``Identifier``: ``plpy.quote_ident`` leaves plain
+        lowercase names bare, and ``sqltext.render`` accepts only quoted ones."""
+        quoted = str(self._plpy.quote_ident(name))
+        return quoted if quoted.startswith('"') else f'"{quoted}"'
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
