@@ -294,6 +294,9 @@ def release_lhd(
     with session.transaction():
         session.lock_family(family)
         src = resolve_source(session, source)
+        # Every lHD family of a source constrains the others: serialize them (an advisory
+        # lock on PostgreSQL; DuckDB has none, see DuckDBSession.lock_family).
+        session.lock_family(f"{src.label} (lHD source)")
         key = src.column(key, "key")
         quasi = [src.column(c, "quasi") for c in quasi]
         sensitive = [src.column(c, "sensitive") for c in sensitive]

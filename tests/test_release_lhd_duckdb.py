@@ -351,3 +351,15 @@ def test_ke_release_of_the_source_constrains_lhd(emp: duckdb.DuckDBPyConnection)
     assert comparison_violations(lhd_release, [ke_release], 2) == []
     assert sqlanon.audit(emp, "emp_lhd")[0]["exposed"] == 0
     assert [r["version"] for r in sqlanon.audit(emp, "emp_ke")] == [1]
+
+
+def test_sql_errors_name_the_problem(emp: duckdb.DuckDBPyConnection) -> None:
+    before = snapshot(emp)
+    with pytest.raises(duckdb.Error, match="sensitive must be a non-empty list"):
+        emp.execute("SELECT sqlanon_release_lhd('emp', 'f', key := 'id', quasi := ['zip'])")
+    with pytest.raises(duckdb.Error, match="l must be"):
+        emp.execute(
+            "SELECT sqlanon_release_lhd('emp', 'f', key := 'id', quasi := ['zip'], "
+            "sensitive := ['salary'], l := 1)"
+        )
+    assert snapshot(emp) == before
