@@ -30,19 +30,24 @@ import duckdb
 from dbt.adapters.duckdb.plugins import BasePlugin
 
 from sqlanon import sqltext
-from sqlanon.backends.duckdb import install
+from sqlanon.backends.duckdb import define_macros, install
 
 
 class Plugin(BasePlugin):
     """Loaded by dbt-duckdb for ``plugins: [{module: sqlanon.dbt}]``."""
 
+    _conn: duckdb.DuckDBPyConnection | None = None
+
     def configure_connection(self, conn: duckdb.DuckDBPyConnection) -> None:
         """Apply pending catalog migrations and register the UDFs and macros."""
         install(conn)
+        self._conn = conn
 
     def configure_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
         """Define the temporary macros on a cursor: they do not carry over from ``conn``."""
-        cursor.execute(sqltext.load("duckdb", "functions"))
+        if self._conn is None:
+            raise RuntimeError("dbt-duckdb opened a cursor before configuring its connection")
+        define_macros(cursor, self._conn)
 
 
 def package_dir() -> Path:

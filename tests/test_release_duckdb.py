@@ -420,3 +420,17 @@ def test_cli_release_and_bad_input(tmp_path: Path) -> None:
         [*base, "audit", "--db", path, "people_ke"], capture_output=True, text=True
     )
     assert audit.returncode == 0 and "exposed" in audit.stdout
+
+
+def test_two_connections_to_one_file_each_install(tmp_path: Path) -> None:
+    """UDF code lives in the registering connection: closing it must not break others."""
+    path = str(tmp_path / "two.duckdb")
+    first = duckdb.connect(path)
+    sqlanon.install(first)
+    make_people(first, 40)
+    second = duckdb.connect(path)
+    sqlanon.install(second)
+    first.close()
+    assert release(second)["version"] == 1
+    assert json.loads(second.execute("SELECT sqlanon_audit('people_ke')").fetchone()[0])
+    second.close()

@@ -9,7 +9,9 @@ work in one explicit transaction there.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -124,9 +126,22 @@ def _summary(fn: Any) -> Any:
     return call
 
 
+_registrations = itertools.count(1)
+_macros: dict[int, str] = {}
+_UDF_CALL = re.compile(r"(?<![A-Za-z0-9_])(_sqlanon_[a-z_]+)\(")
+
+
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Register sqlanon's SQL functions on ``con`` (per connection, idempotent)."""
+    """Register sqlanon's SQL functions on ``con``; call again on every new connection.
+
+    DuckDB keeps Python UDFs in the database's catalog but their code in the connection
+    that registered them: calling one after that connection closed crashes the process.
+    So every connection registers its own, uniquely numbered UDFs, and its TEMP macros
+    (``sqlanon_release_ke`` ...) call those; another connection never reaches them.
+    """
     from sqlanon import api
+
+    number = next(_registrations)
 
     def release_ke(source, family, key, sensitive, quasi, k, e, policy, seed):  # noqa: ANN001
         return api.release_ke(
@@ -216,16 +231,26 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         ("_sqlanon_rewrite", rewrite_sql, [VARCHAR, VARCHAR], VARCHAR),
     ]
     for name, fn, params, returns in udfs:
-        try:
-            con.remove_function(name)
-        except duckdb.InvalidInputException:
-            pass
         con.create_function(
-            name, fn, params, returns, null_handling=FunctionNullHandling.SPECIAL, side_effects=True
+            f"{name}_{number}",
+            fn,
+            params,
+            returns,
+            null_handling=FunctionNullHandling.SPECIAL,
+            side_effects=True,
         )
-    for statement in sqltext.load("duckdb", "functions").split(";\n"):
+    _macros[id(con)] = _UDF_CALL.sub(rf"\1_{number}(", sqltext.load("duckdb", "functions"))
+    define_macros(con, con)
+
+
+def define_macros(target: duckdb.DuckDBPyConnection, con: duckdb.DuckDBPyConnection) -> None:
+    """Define ``con``'s macros on ``target`` (``con`` itself, or one of its cursors:
+    TEMP macros are per connection, and a cursor is a connection of its own)."""
+    if id(con) not in _macros:
+        raise ConfigError("call sqlanon.install(con) on the connection first")
+    for statement in _macros[id(con)].split(";\n"):
         if statement.strip():
-            con.execute(statement)
+            target.execute(statement)
 
 
 def install(con: duckdb.DuckDBPyConnection) -> list[str]:
