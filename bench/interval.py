@@ -1,0 +1,282 @@
+"""Interval answers over (k,e) releases: their cost next to a plain query, and their utility.
+
+Cost: a 10^6-row release (the synthetic table of ``bench/ke_release.py``, k=5, e=20) is
+built once in a DuckDB file. For a SUM/AVG query with a QI predicate and a GROUP BY,
+``sqlanon.api.interval(con, sql)`` (catalog read + rewrite + run) is timed next to the
+plain ``SELECT ... FROM fam_v1 WHERE ... GROUP BY ...`` on the same table in the same
+loop, alternating; also the rewrite alone and the rewritten SQL alone. Each interval is
+checked to contain the true answer over the source.
+
+Utility: the seeds' Adult experiment (bundled data, default policy, k=5, e=20, 11
+versions) and 100 random queries of seed 002's two forms: 50 of ``AVG(capital_loss)``
+with 1..6 equality conditions on QI joined by random AND/OR, 50 of ``AVG(capital_loss)
+WHERE age BETWEEN lb AND ub``. Per version: mean relative width (high - low) / |true|
+and mean relative error |estimate - true| / |true|, where the truth is computed over the
+records that version published (``sqlanon.members`` status 'published' joined to the
+source; held-back rows are not in the release). Queries whose truth is NULL or 0 are
+skipped and counted.
+
+    .venv/bin/python bench/interval.py [--rows 1000000] [--runs 7] [--no-report]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+import sqlanon
+from sqlanon import api, demo
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ke_release  # noqa: E402  (bench/ is not a package)
+import report  # noqa: E402
+
+QUERIES = {
+    "GROUP BY sex (2 output rows)": (
+        "SELECT sex, SUM(s) AS total, AVG(s) AS mean FROM fam_v1 "
+        "WHERE age BETWEEN 30 AND 60 AND zip < 60000 GROUP BY sex"
+    ),
+    "GROUP BY age (74 output rows)": (
+        "SELECT age, SUM(s) AS total, AVG(s) AS mean FROM fam_v1 "
+        "WHERE sex = 'F' OR zip < 20000 GROUP BY age"
+    ),
+}
+TRUTH_FROM = "fam_v1"  # the analyst's table; the truth reads the source ``t`` instead
+
+
+# ------------------------------------------------------------------------------ cost
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def check_contains(con: duckdb.DuckDBPyConnection, sql: str, answer: list[dict]) -> int:
+    """Intervals that miss the true answer over the source (must be 0)."""
+    group = sql.split("SELECT ")[1].split(",")[0]
+    truth = {
+        row[0]: row[1:]
+        for row in con.execute(sql.replace(f"FROM {TRUTH_FROM}", "FROM t")).fetchall()
+    }
+    missed = 0
+    for row in answer:
+        total, mean = truth[row[group]]
+        for name, value in (("total", total), ("mean", mean)):
+            low, high = row[f"{name}_low"], row[f"{name}_high"]
+            slack = 1e-9 * max(1.0, abs(value))
+            missed += not (low - slack <= value <= high + slack)
+    return missed
+
+
+def cost(rows: int, runs: int, workdir: Path) -> str:
+    db = workdir / "interval.duckdb"
+    ke_release.build_file(db, rows, 11)
+    con = duckdb.connect(str(db))
+    try:
+        built, summary = _timed(
+            lambda: sqlanon.release_ke(
+                con,
+                "t",
+                "fam",
+                key="id",
+                sensitive="s",
+                quasi=ke_release.QUASI,
+                k=ke_release.K,
+                e=ke_release.E,
+            )
+        )
+        print(f"release of {rows:,} rows: {built:.1f} s, {summary['groups']} groups", flush=True)
+        lines = [
+            "| query | plain ms | interval ms | **interval / plain** | rewrite ms "
+            "| rewritten SQL ms | rewritten / plain | intervals missing the truth |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for label, sql in QUERIES.items():
+            rewritten = api.rewrite(sql, con)
+            con.execute(sql).fetchall()  # warm both paths once
+            missed = check_contains(con, sql, api.interval(con, sql))
+            times: dict[str, list[float]] = {k: [] for k in ("plain", "interval", "rw", "exec")}
+            gc.collect()
+            for _ in range(runs):
+                times["plain"].append(_timed(lambda sql=sql: con.execute(sql).fetchall())[0])
+                times["interval"].append(_timed(lambda sql=sql: api.interval(con, sql))[0])
+                times["rw"].append(_timed(lambda sql=sql: api.rewrite(sql, con))[0])
+                times["exec"].append(_timed(lambda text=rewritten: con.execute(text).fetchall())[0])
+            ratio = statistics.median(
+                i / p for i, p in zip(times["interval"], times["plain"], strict=True)
+            )
+            exec_ratio = statistics.median(
+                x / p for x, p in zip(times["exec"], times["plain"], strict=True)
+            )
+            med = {k: 1000 * statistics.median(v) for k, v in times.items()}
+            print(f"{label}: {med} ratio {ratio:.2f} exec ratio {exec_ratio:.2f}", flush=True)
+            lines.append(
+                f"| {label} | {med['plain']:.1f} | {med['interval']:.1f} | **{ratio:.2f}** "
+                f"| {med['rw']:.1f} | {med['exec']:.1f} | {exec_ratio:.2f} | {missed} |"
+            )
+        queries = "\n".join(f"- {label}: `{sql}`" for label, sql in QUERIES.items())
+        return (
+            f"### Interval query cost on a {rows:,}-row (k,e) release\n\n"
+            f"{_machine()} Release `fam_v1` of the synthetic table of "
+            f"`bench/ke_release.py` (k={ke_release.K}, e={ke_release.E:g}, "
+            f"{summary['groups']} groups), in a DuckDB file. Medians over {runs} runs after "
+            "one warm-up; the plain query and the interval query alternate in one loop and "
+            "each ratio is per run, then the median. *Interval*: `sqlanon.api.interval(con, "
+            "sql)` end to end (catalog read, rewrite, run, rows as dicts); *rewrite*: "
+            "`sqlanon.api.rewrite(sql, con)` alone; *rewritten SQL*: running its output "
+            "alone. Target: interval / plain <= 3.\n\n"
+            f"{queries}\n\n" + "\n".join(lines) + "\n"
+        )
+    finally:
+        con.close()
+
+
+# --------------------------------------------------------------------------- utility
+
+QI = ["age", "sex", "education", "marital_status", "race"]
+FORMS = (
+    "half seed 002's Query 1 (`SELECT AVG(capital_loss) ... WHERE qi = v [AND/OR] ...`, "
+    "1..6 equality conditions on age, sex, education, marital_status, race, values taken "
+    "from one or two random records), half its Query 2 (`... WHERE age BETWEEN lb AND ub`, "
+    "bounds uniform over the ages)"
+)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def random_queries(con: duckdb.DuckDBPyConnection, count: int, seed: int) -> list[tuple[str, str]]:
+    """(form, WHERE text): half seed 002's Query 1, half its Query 2."""
+    rng = np.random.default_rng(seed)
+    records = con.execute(f"SELECT {', '.join(QI)} FROM adult_all ORDER BY id").fetchall()  # noqa: S608
+    low, high = con.execute("SELECT min(age), max(age) FROM adult_all").fetchone()  # type: ignore[misc]
+    queries = []
+    for i in range(count):
+        if i % 2 == 0:
+            p = int(rng.integers(1, 7))
+            columns = list(rng.permutation(len(QI)))
+            columns += list(rng.integers(0, len(QI), max(0, p - len(QI))))
+            # values from one record, so that an all-AND query still matches someone
+            first, other = (records[int(j)] for j in rng.integers(0, len(records), 2))
+            terms = [
+                f"{QI[c]} = {_literal((first if n < len(QI) else other)[c])}"
+                for n, c in enumerate(columns[:p])
+            ]
+            where = terms[0]
+            for term in terms[1:]:
+                where += f" {'AND' if rng.random() < 0.5 else 'OR'} {term}"
+            queries.append(("Query 1", where))
+        else:
+            lb, ub = sorted(int(a) for a in rng.integers(low, high + 1, 2))
+            queries.append(("Query 2", f"age BETWEEN {lb} AND {ub}"))
+    return queries
+
+
+def utility(workdir: Path, count: int, seed: int) -> str:
+    db = workdir / "adult.duckdb"
+    con = duckdb.connect(str(db))
+    try:
+        sqlanon.install(con)
+        versions = demo.run_experiment(con, 5, 20, ("auto",))["auto"]
+        queries = random_queries(con, count, seed)
+        lines = [
+            "| version | published rows | answered | skipped (true NULL/0) | Query 1 width "
+            "| Query 1 error | Query 2 width | Query 2 error | all: mean rel. width "
+            "| all: mean rel. error | intervals missing the truth |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        skipped_total = 0
+        for row in versions:
+            version = row["version"]
+            table = f"adult_auto_v{version}"
+            widths: dict[str, list[float]] = {"Query 1": [], "Query 2": []}
+            errors: dict[str, list[float]] = {"Query 1": [], "Query 2": []}
+            skipped = missed = 0
+            for form, where in queries:
+                truth = con.execute(
+                    "SELECT avg(capital_loss) FROM (SELECT a.* FROM adult AS a "  # noqa: S608
+                    "JOIN sqlanon.members AS m ON m.record_key = CAST(a.id AS VARCHAR) "
+                    "WHERE m.family = 'adult_auto' AND m.version = $1 "
+                    f"AND m.status = 'published') WHERE {where}",
+                    [version],
+                ).fetchone()[0]  # type: ignore[index]
+                if truth is None or truth == 0:
+                    skipped += 1
+                    continue
+                query = f"SELECT AVG(capital_loss) AS loss FROM {table} WHERE {where}"  # noqa: S608
+                answer = api.interval(con, query)[0]
+                low, high, est = answer["loss_low"], answer["loss_high"], answer["loss_est"]
+                slack = 1e-9 * abs(truth)
+                missed += not (low - slack <= truth <= high + slack)
+                widths[form].append((high - low) / abs(truth))
+                errors[form].append(abs(est - truth) / abs(truth))
+            skipped_total += skipped
+            every_w = widths["Query 1"] + widths["Query 2"]
+            every_e = errors["Query 1"] + errors["Query 2"]
+            lines.append(
+                f"| {version} | {row['rows_published']:,} of {row['source_rows']:,} "
+                f"| {len(every_w)} | {skipped} "
+                f"| {np.mean(widths['Query 1']):.3f} | {np.mean(errors['Query 1']):.3f} "
+                f"| {np.mean(widths['Query 2']):.3f} | {np.mean(errors['Query 2']):.3f} "
+                f"| **{np.mean(every_w):.3f}** | **{np.mean(every_e):.3f}** | {missed} |"
+            )
+        example = "\n".join(f"  - {form}: `... WHERE {where}`" for form, where in queries[:4])
+        intro = (
+            "### Utility of interval answers on the seeds' Adult experiment\n\n"
+            "`bench/interval.py`. Bundled Adult subset, default policy (`auto`), k=5, e=20, "
+            "11 versions "
+            f"(`sqlanon.demo.run_experiment`). {count} random queries (seed {seed}), the same "
+            f"for every version: {FORMS}. Width = (high - low) / |true|, error = "
+            "|estimate - true| / |true|, means over the answered queries; the truth is AVG "
+            "over the records that version published (`sqlanon.members` status 'published' "
+            "joined to the source). Skipped: the truth is NULL (no published record matches) "
+            f"or 0; {skipped_total} skips over all {len(versions)} versions. First queries:"
+        )
+        return f"{intro}\n\n{example}\n\n" + "\n".join(lines) + "\n"
+    finally:
+        con.close()
+
+
+def _machine() -> str:
+    return (
+        f"`bench/interval.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, "
+        f"DuckDB {duckdb.__version__}, Python {platform.python_version()}."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=2)
+    parser.add_argument("--no-report", action="store_true", help="print, do not write")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sqlanon_interval_") as tmp:
+        markdown = utility(Path(tmp), args.queries, args.seed)
+        print(markdown, flush=True)
+        markdown = cost(args.rows, args.runs, Path(tmp)) + "\n" + markdown
+    print(markdown)
+    if not args.no_report:
+        print("wrote", report.replace_section("interval", markdown))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""How a (k,e) release through DuckDB compares with sorting the table, and its memory.
+
+For each size n (synthetic rows: id BIGINT, age INTEGER, zip INTEGER, sex VARCHAR and a
+skewed integer S = round(lognormal(6, 1)), ~8k distinct values at 10^6), each
+repetition builds a fresh DuckDB file in a temp dir and times, each in its own child
+process:
+
+  (a) ``CREATE TABLE t2 AS SELECT * FROM t ORDER BY s`` (the yardstick: one sort and
+      one write of the whole table), dropped again;
+  (b) the first release ``sqlanon.release_ke(con, 't', 'fam', key='id', sensitive='s',
+      quasi=['age', 'zip', 'sex'], k=5, e=20)``;
+  then 10% new rows are appended and
+  (c) the second release of the same family;
+  (d) the sorted copy again, at the new size.
+
+Ratios b/a and c/d are taken per repetition (side by side on the same file) and the
+median is reported. Peak memory: every child reads its own high-water RSS (VmHWM in
+/proc/self/status) when done; the release's peak is reported both as is and minus the
+VmHWM of a baseline child that imported sqlanon, opened the file and scanned every
+column of ``t`` (so DuckDB paged the table in) and did nothing else.
+
+    .venv/bin/python bench/ke_release.py [--sizes 10000 100000 1000000] [--reps 3]
+    .venv/bin/python bench/ke_release.py --profile 1000000   # where release time goes
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+import sqlanon
+from sqlanon.backends.duckdb import DuckDBSession
+
+QUASI = ["age", "zip", "sex"]
+K, E = 5, 20.0
+SORT_SQL = "CREATE TABLE t2 AS SELECT * FROM t ORDER BY s"
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def synthetic(n: int, first_id: int, seed: int) -> dict[str, np.ndarray]:
+    """``n`` rows with ids first_id.. ; S is skewed with many duplicates."""
+    rng = np.random.default_rng(seed)
+    return {
+        "id": np.arange(first_id, first_id + n, dtype=np.int64),
+        "age": rng.integers(17, 91, n, dtype=np.int32),
+        "zip": rng.integers(10_000, 100_000, n, dtype=np.int32),
+        "sex": np.where(rng.random(n) < 0.5, "F", "M").astype(object),
+        "s": np.rint(rng.lognormal(6.0, 1.0, n)).astype(np.int32),
+    }
+
+
+def append_rows(con: duckdb.DuckDBPyConnection, rows: dict[str, np.ndarray]) -> None:
+    """Create ``t`` (typed as documented) on first use, then insert ``rows``."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS t (id BIGINT, age INTEGER, zip INTEGER, sex VARCHAR, s INTEGER)"
+    )
+    con.register("_bench_rows", rows)
+    try:
+        con.execute("INSERT INTO t SELECT id, age, zip, sex, s FROM _bench_rows")
+    finally:
+        con.unregister("_bench_rows")
+
+
+def build_file(path: Path, n: int, seed: int) -> None:
+    con = duckdb.connect(str(path))
+    try:
+        sqlanon.install(con)
+        append_rows(con, synthetic(n, 0, seed))
+    finally:
+        con.close()
+
+
+def grow_file(path: Path, n: int, seed: int) -> int:
+    """Append n/10 new rows; returns the new row count."""
+    extra = n // 10
+    con = duckdb.connect(str(path))
+    try:
+        append_rows(con, synthetic(extra, n, seed + 1))
+    finally:
+        con.close()
+    return n + extra
+
+
+# ---------------------------------------------------------------------- child processes
+
+
+def vm_hwm_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def child(mode: str, db: str, family: str) -> dict[str, Any]:
+    """One measurement in this (fresh) process; prints JSON for the parent."""
+    if mode == "profile":
+        return {"mode": mode, "text": profile_release(db, family), "vm_hwm_kib": vm_hwm_kib()}
+    con = duckdb.connect(db)
+    try:
+        out: dict[str, Any] = {"mode": mode}
+        if mode == "baseline":
+            con.execute("SELECT count(*), max(id), max(age), max(zip), max(sex), max(s) FROM t")
+            con.fetchall()
+        elif mode == "sort":
+            start = time.perf_counter()
+            con.execute(SORT_SQL)
+            out["seconds"] = time.perf_counter() - start
+            con.execute("DROP TABLE t2")
+        elif mode == "release":
+            start = time.perf_counter()
+            summary = sqlanon.release_ke(
+                con, "t", family, key="id", sensitive="s", quasi=QUASI, k=K, e=E
+            )
+            out["seconds"] = time.perf_counter() - start
+            out["summary"] = summary
+        else:
+            raise ValueError(mode)
+        out["vm_hwm_kib"] = vm_hwm_kib()
+        return out
+    finally:
+        con.close()
+
+
+def run_child(mode: str, db: Path, family: str = "fam") -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", mode, "--db", str(db), "--family", family]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"child {mode} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- main run
+
+
+def repetition(n: int, rep: int, workdir: Path) -> dict[str, Any]:
+    db = workdir / f"bench_{n}_{rep}.duckdb"
+    seed = 1000 * rep + n % 997
+    build_file(db, n, seed)
+    base = run_child("baseline", db)
+    a = run_child("sort", db)
+    b = run_child("release", db)
+    grown = grow_file(db, n, seed)
+    c = run_child("release", db)
+    d = run_child("sort", db)
+    for stale in (db, Path(f"{db}.wal")):
+        stale.unlink(missing_ok=True)
+    return {
+        "n": n,
+        "grown": grown,
+        "a": a["seconds"],
+        "b": b["seconds"],
+        "c": c["seconds"],
+        "d": d["seconds"],
+        "b_over_a": b["seconds"] / a["seconds"],
+        "c_over_d": c["seconds"] / d["seconds"],
+        "base_kib": base["vm_hwm_kib"],
+        "sort_kib": max(a["vm_hwm_kib"], d["vm_hwm_kib"]),
+        "release_kib": max(b["vm_hwm_kib"], c["vm_hwm_kib"]),
+        "release1_kib": b["vm_hwm_kib"],
+        "release2_kib": c["vm_hwm_kib"],
+        "v1": b["summary"],
+        "v2": c["summary"],
+    }
+
+
+def _mib(kib: float) -> str:
+    return f"{kib / 1024:,.0f}"
+
+
+def table(results: list[dict[str, Any]], reps: int) -> str:
+    lines = [
+        "| rows (v1 → v2) | (a) sort v1 s | (b) release v1 s | b/a | (d) sort v2 s "
+        "| (c) release v2 s | c/d | release peak RSS MiB | baseline MiB | release − baseline MiB "
+        "| sort peak MiB | v2 held back | groups v1 / v2 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_n: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        by_n[r["n"]].append(r)
+    for n, rows in sorted(by_n.items()):
+
+        def med(key: str, rows: list[dict[str, Any]] = rows) -> float:
+            return statistics.median(r[key] for r in rows)
+
+        delta = statistics.median(r["release_kib"] - r["base_kib"] for r in rows)
+        last = rows[-1]
+        lines.append(
+            f"| {n:,} → {last['grown']:,} | {med('a'):.2f} | {med('b'):.2f} "
+            f"| **{med('b_over_a'):.1f}** | {med('d'):.2f} | {med('c'):.2f} "
+            f"| **{med('c_over_d'):.1f}** | {_mib(med('release_kib'))} | {_mib(med('base_kib'))} "
+            f"| **{_mib(delta)}** | {_mib(med('sort_kib'))} | {last['v2']['held_back']:,} "
+            f"| {last['v1']['groups']:,} / {last['v2']['groups']:,} |"
+        )
+    header = (
+        f"### (k,e) release vs a sorted copy (DuckDB file, k={K}, e={E:g})\n\n"
+        f"`bench/ke_release.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, "
+        f"DuckDB {duckdb.__version__}, Python {platform.python_version()}. "
+        f"Medians over {reps} repetitions, each on a fresh file; ratios are per repetition "
+        "(same file, one after the other), then the median. Every measurement runs in its "
+        "own child process; peak RSS is that child's VmHWM. *Baseline* is a child that "
+        "imported sqlanon, opened the file and scanned every column of `t`; "
+        "*release − baseline* is the release's own peak. (a)/(d): "
+        f"`{SORT_SQL}`; (b)/(c): `sqlanon.release_ke(con, 't', 'fam', key='id', "
+        "sensitive='s', quasi=['age', 'zip', 'sex'], k=5, e=20)`, first version on n rows, "
+        "second after appending n/10 rows. Target: b/a and c/d <= 10 and release peak "
+        "under 1 GiB at 10^6.\n"
+    )
+    return header + "\n" + "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------- profile
+
+
+class TimedSession(DuckDBSession):
+    """A DuckDB session that adds up the time of every statement, by its first line."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(con)
+        self.spent: dict[str, float] = defaultdict(float)
+        # growth of the process's RSS high-water mark during each statement, and in the
+        # Python code between statements (attributed to the statement that follows it)
+        self.grew: dict[str, int] = defaultdict(int)
+        self._hwm = vm_hwm_kib()
+
+    def _label(self, sql: str) -> str:
+        lines = [ln.strip() for ln in sql.splitlines() if ln.strip()]
+        code = [ln for ln in lines if not ln.startswith("--")]
+        comment = lines[0] if lines and lines[0].startswith("--") else ""
+        return (comment[:60] + " | " if comment else "") + (code[0][:70] if code else "")
+
+    def _timed(self, label: str, fn: Any, *args: Any) -> Any:
+        before = vm_hwm_kib()
+        self.grew[f"python before: {label}"] += before - self._hwm
+        start = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.spent[label] += time.perf_counter() - start
+            self._hwm = vm_hwm_kib()
+            self.grew[label] += self._hwm - before
+
+    def execute(self, sql: str, params: Any = ()) -> None:
+        return self._timed(self._label(sql), super().execute, sql, params)
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        return self._timed(self._label(sql), super().query, sql, params)
+
+    def query_arrays(self, sql: str, params: Any = ()) -> dict[str, np.ndarray]:
+        return self._timed("arrays: " + self._label(sql), super().query_arrays, sql, params)
+
+    def load_temp(self, name: str, columns: Any, types: Any) -> None:
+        return self._timed(f"load_temp {name}", super().load_temp, name, columns, types)
+
+
+def profile_release(db: str, family: str) -> str:
+    """One release under cProfile and a :class:`TimedSession` (run in a fresh child)."""
+    from sqlanon import release
+
+    con = duckdb.connect(db)
+    session = TimedSession(con)
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    summary = release.release_ke(
+        session, "t", family, key="id", sensitive="s", quasi=QUASI, k=K, e=E
+    )
+    profiler.disable()
+    total = time.perf_counter() - start
+    session.grew["python after the last statement"] += vm_hwm_kib() - session._hwm
+    session.close()
+    con.close()
+    out = io.StringIO()
+    out.write(
+        f"\n## release v{summary['version']}: {total:.2f} s, "
+        f"{summary['rows_published']:,} rows, {summary['groups']:,} groups, "
+        f"{summary['held_back']:,} held back\n"
+    )
+    out.write("\nstatements (seconds, summed over calls):\n")
+    for what, spent in sorted(session.spent.items(), key=lambda x: -x[1])[:12]:
+        out.write(f"  {spent:7.3f}  {what}\n")
+    out.write(f"\nRSS high-water growth (MiB; child's peak {_mib(vm_hwm_kib())}):\n")
+    for what, grew in sorted(session.grew.items(), key=lambda x: -x[1])[:10]:
+        if grew > 0:
+            out.write(f"  {grew / 1024:7.0f}  {what}\n")
+    for sort in ("tottime", "cumulative"):
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats(sort).print_stats(22)
+        out.write(f"\ncProfile by {sort}:\n")
+        out.write("\n".join(text.getvalue().splitlines()[6:]) + "\n")
+    return out.getvalue()
+
+
+def profile(n: int, workdir: Path) -> str:
+    """Profile the first release of n rows and the second after n/10 more, each in a child."""
+    db = workdir / f"profile_{n}.duckdb"
+    build_file(db, n, 7)
+    first = run_child("profile", db)["text"]
+    grow_file(db, n, 7)
+    second = run_child("profile", db)["text"]
+    db.unlink(missing_ok=True)
+    return first + second
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--profile", type=int, metavar="N", help="profile one release pair")
+    parser.add_argument("--no-report", action="store_true", help="print, do not write")
+    parser.add_argument(
+        "--child", choices=["baseline", "sort", "release", "profile"], help=argparse.SUPPRESS
+    )
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--family", default="fam", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.db, args.family), default=float))
+        return
+    with tempfile.TemporaryDirectory(prefix="sqlanon_bench_") as tmp:
+        if args.profile:
+            print(profile(args.profile, Path(tmp)))
+            return
+        results = []
+        for n in args.sizes:
+            for rep in range(args.reps):
+                r = repetition(n, rep, Path(tmp))
+                results.append(r)
+                print(
+                    f"n={n:,} rep {rep}: a {r['a']:.2f}s b {r['b']:.2f}s c {r['c']:.2f}s "
+                    f"d {r['d']:.2f}s  b/a {r['b_over_a']:.1f} c/d {r['c_over_d']:.1f}  "
+                    f"release peak {_mib(r['release_kib'])} MiB (baseline "
+                    f"{_mib(r['base_kib'])}, sort {_mib(r['sort_kib'])})",
+                    flush=True,
+                )
+    markdown = table(results, args.reps)
+    print(markdown)
+    if not args.no_report:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import report
+
+        print("wrote", report.replace_section("ke_release", markdown))
+
+
+if __name__ == "__main__":
+    main()
