@@ -10,12 +10,21 @@
                         sensitive=["capital_loss"], l=3)
 """
 
-# Load the modules sqlanon.audit and sqlanon.release_lhd first: importing them later would
-# rebind the package attributes ``audit`` and ``release_lhd`` (the functions below).
+# Load the modules sqlanon.audit, sqlanon.release_lhd and sqlanon.rewrite first: importing
+# them later would rebind the package attributes of the same names (the functions below).
 import sqlanon.audit as _audit_module  # noqa: F401
 import sqlanon.release_lhd as _release_lhd_module  # noqa: F401
-from sqlanon.api import audit, hierarchy_widths, load_hierarchies, release_ke, release_lhd
-from sqlanon.backends.duckdb import install
+import sqlanon.rewrite as _rewrite_package  # noqa: F401
+from sqlanon.api import (
+    audit,
+    hierarchy_widths,
+    install,
+    interval,
+    load_hierarchies,
+    release_ke,
+    release_lhd,
+    rewrite,
+)
 from sqlanon.errors import (
     ConcurrentReleaseError,
     ConfigError,
@@ -37,7 +46,9 @@ __all__ = [
     "audit",
     "hierarchy_widths",
     "install",
+    "interval",
     "load_hierarchies",
     "release_ke",
     "release_lhd",
+    "rewrite",
 ]

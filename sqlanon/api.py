@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlanon import release
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
+
+
+def install(con: Any) -> list[str]:
+    """Make sqlanon usable on a DuckDB connection: apply pending catalog migrations and
+    register the SQL functions on it (idempotent; call it on every new connection).
+    For PostgreSQL use ``sqlanon install-postgres URL`` (see README)."""
+    from sqlanon.backends.duckdb import install as install_duckdb
+
+    return install_duckdb(con)
 
 
 @contextmanager
@@ -130,18 +139,16 @@ def release_catalog(session: Session) -> dict[str, Any]:
     return catalog_from_rows(rows)
 
 
-def rewrite(sql: str, con: Any = None, *, catalog: Any = None, dialect: str = "duckdb") -> str:
+def rewrite(sql: str, catalog: Any, dialect: str = "duckdb") -> str:
     """The interval SQL for an analyst's query (for inspection, or to run elsewhere).
 
-    Give either a connection (its ``sqlanon.releases`` is read) or a ``catalog`` built
-    with :func:`sqlanon.rewrite.catalog_from_rows`; ``dialect`` is any sqlglot dialect.
+    ``catalog`` is either a mapping built with :func:`sqlanon.rewrite.catalog_from_rows`
+    or a connection whose ``sqlanon.releases`` is read; ``dialect`` is any sqlglot dialect.
     """
     from sqlanon.rewrite import rewrite as rewrite_sql
 
-    if catalog is None:
-        if con is None:
-            raise ConfigError("rewrite() needs a connection or a catalog")
-        with session_for(con) as session:
+    if not isinstance(catalog, Mapping):
+        with session_for(catalog) as session:
             catalog = release_catalog(session)
     return rewrite_sql(sql, catalog, dialect)
 
@@ -150,5 +157,5 @@ def interval(con: Any, sql: str) -> list[dict[str, Any]]:
     """Run an analyst's aggregate query as interval SQL; one dict per output row with
     ``<name>_low``, ``<name>_high`` and ``<name>_est`` per aggregate."""
     with session_for(con) as session:
-        text = rewrite(sql, catalog=release_catalog(session), dialect=session.dialect)
+        text = rewrite(sql, release_catalog(session), session.dialect)
         return session.query_dicts(text)

@@ -116,7 +116,7 @@ def _query(args: argparse.Namespace) -> None:
 
     with connect(args.db) as con:
         if args.explain:
-            print(rewrite(args.sql, con, dialect=args.dialect))
+            print(rewrite(args.sql, con, args.dialect))
         else:
             print_table(interval(con, args.sql))
 

@@ -184,7 +184,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         return api.rewrite(sql, con)
 
     def rewrite_sql(sql, dialect):  # noqa: ANN001
-        return api.rewrite(sql, con, dialect=dialect)
+        return api.rewrite(sql, con, dialect)
 
     udfs: list[tuple[str, Any, list[Any], Any]] = [
         (
