@@ -165,11 +165,13 @@ def build(query: Query) -> exp.Select:
         ctes += _predicate_cells(plan, s_pred)
         columns = _predicate_columns(plan)
     source = ctes[-1][0]
-    final = exp.select(*_output(plan, columns)).from_(exp.alias_(_cte(source), "c", table=True))
+    final = exp.select(*_output(plan, columns)).from_(
+        exp.alias_(_cte(source), "c", table=True), copy=False
+    )
     if query.group_by:
-        final = final.group_by(*plan.g("c"))
+        final = final.group_by(*plan.g("c"), copy=False)
         if s_pred is not None:
-            final = final.having(_f("SUM(c.hi) > 0"))
+            final = final.having(_f("SUM(c.hi) > 0"), copy=False)
     if query.order:
         final = final.order_by(
             *[
@@ -177,12 +179,13 @@ def build(query: Query) -> exp.Select:
                     this=exp.column(o.name, quoted=True), desc=o.desc, nulls_first=o.nulls_first
                 )
                 for o in query.order
-            ]
+            ],
+            copy=False,
         )
     if query.limit is not None:
-        final = final.limit(query.limit)
+        final = final.limit(query.limit, copy=False)
     for name, body in ctes:
-        final = final.with_(CTE_PREFIX + name, as_=body)
+        final = final.with_(CTE_PREFIX + name, as_=body, copy=False)
     return final
 
 
@@ -197,10 +200,10 @@ def _sel(plan: _Plan, qi_pred: exp.Expr | None) -> exp.Select:
     for arg, m in plan.counts.items():
         count = exp.Count(this=exp.Star() if arg is None else _col("t", arg))
         columns.append(exp.alias_(count, m))
-    sel = exp.select(*columns).from_(plan.release("t"))
+    sel = exp.select(*columns).from_(plan.release("t"), copy=False)
     if qi_pred is not None:
-        sel = sel.where(_qualified(qi_pred, "t"))
-    return sel.group_by(*[_col("t", c) for c in query.group_by], _col("t", key))
+        sel = sel.where(_qualified(qi_pred, "t"), copy=False)
+    return sel.group_by(*[_col("t", c) for c in query.group_by], _col("t", key), copy=False)
 
 
 def _needs_values(plan: _Plan) -> bool:
@@ -226,8 +229,8 @@ def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Select]]:
             exp.alias_(_f('MIN(b."value")'), "vmin"),
             exp.alias_(_f('MAX(b."value")'), "vmax"),
         )
-        .from_(plan.bounds("b"))
-        .group_by(_f("b.group_id"))
+        .from_(plan.bounds("b"), copy=False)
+        .group_by(_f("b.group_id"), copy=False)
     )
     columns: list[exp.Expr] = [
         *plan.g("s"),
@@ -241,21 +244,29 @@ def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Select]]:
     rank_est = "CAST(FLOOR(CAST(g.n + 1 AS DOUBLE) / (s.m + 1)) AS BIGINT)"
     cell = (
         exp.select(*columns)
-        .from_(exp.alias_(_cte("sel"), "s", table=True))
-        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"))
-        .join(plan.bounds("bm"), on=_f('bm.group_id = s.gid AND bm."rank" = s.m'))
+        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
+        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
+        .join(plan.bounds("bm"), on=_f('bm.group_id = s.gid AND bm."rank" = s.m'), copy=False)
     )
     if "min" in funcs:
         cell = cell.select(
-            exp.alias_(_f('bt."value"'), "v_top"), exp.alias_(_f('be."value"'), "v_emin")
+            exp.alias_(_f('bt."value"'), "v_top"),
+            exp.alias_(_f('be."value"'), "v_emin"),
+            copy=False,
         )
         cell = cell.join(
-            plan.bounds("bt"), on=_f('bt.group_id = s.gid AND bt."rank" = g.n - s.m + 1')
-        ).join(plan.bounds("be"), on=_f(f'be.group_id = s.gid AND be."rank" = {rank_est}'))
+            plan.bounds("bt"),
+            on=_f('bt.group_id = s.gid AND bt."rank" = g.n - s.m + 1'),
+            copy=False,
+        ).join(
+            plan.bounds("be"), on=_f(f'be.group_id = s.gid AND be."rank" = {rank_est}'), copy=False
+        )
     if "max" in funcs:
-        cell = cell.select(exp.alias_(_f('bf."value"'), "v_emax"))
+        cell = cell.select(exp.alias_(_f('bf."value"'), "v_emax"), copy=False)
         cell = cell.join(
-            plan.bounds("bf"), on=_f(f'bf.group_id = s.gid AND bf."rank" = g.n + 1 - {rank_est}')
+            plan.bounds("bf"),
+            on=_f(f'bf.group_id = s.gid AND bf."rank" = g.n + 1 - {rank_est}'),
+            copy=False,
         )
     return [("grp", grp), ("cell", cell)]
 
@@ -326,8 +337,8 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
                 "ssum",
             ),
         )
-        .from_(plan.release("t"))
-        .group_by(_col("t", key))
+        .from_(plan.release("t"), copy=False)
+        .group_by(_col("t", key), copy=False)
     )
     columns: list[exp.Expr] = [*plan.g("s"), _f("s.gid")]
     columns += [_f(f"s.{m}") for m in plan.counts.values()]
@@ -347,8 +358,8 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
     )
     cell = (
         exp.select(*columns)
-        .from_(exp.alias_(_cte("sel"), "s", table=True))
-        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"))
+        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
+        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
     )
     ctes = [("grp", grp), ("cell", cell)]
     if not _needs_values(plan):
@@ -366,8 +377,8 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
                 "r_down",
             ),
         )
-        .from_(plan.release("t"))
-        .where(matches.copy())
+        .from_(plan.release("t"), copy=False)
+        .where(matches.copy(), copy=False)
     )
     carried = [*plan.g("c"), _f("c.gid"), *[_f(f"c.{m}") for m in plan.counts.values()]]
     carried += [_f(x) for x in ("c.n", "c.c", "c.ssum", "c.er")]
@@ -388,7 +399,7 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
     }
     cellv = (
         exp.select(*carried, *[exp.alias_(_f(sql), name) for name, sql in measures.items()])
-        .from_(exp.alias_(_cte("cell"), "c", table=True))
+        .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
         .join(
             exp.alias_(_cte("sat"), "x", table=True),
             on=_f(
@@ -396,8 +407,9 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
                 "OR x.r_up = c.er OR x.r_down = c.er)"
             ),
             join_type="LEFT",
+            copy=False,
         )
-        .group_by(*carried)
+        .group_by(*[c.copy() for c in carried], copy=False)
     )
     ctes += [("sat", sat), ("cellv", cellv)]
     if "avg" in _funcs(plan):
@@ -405,9 +417,7 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
     return ctes
 
 
-def _avg_candidates(
-    plan: _Plan, cellv_columns: list[str]
-) -> list[tuple[str, exp.Select]]:
+def _avg_candidates(plan: _Plan, cellv_columns: list[str]) -> list[tuple[str, exp.Select]]:
     """AVG bounds: running ratios over each output group's forced + optional values.
 
     Returns pool/ratio CTEs and a final UNION ALL of the per-cell rows with the candidate
@@ -422,10 +432,11 @@ def _avg_candidates(
                 _f("x.v"),
                 exp.alias_(_f(f"CASE WHEN x.{rank} <= c.lo THEN 0 ELSE 1 END"), "k"),
             )
-            .from_(exp.alias_(_cte("cell"), "c", table=True))
+            .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
             .join(
                 exp.alias_(_cte("sat"), "x", table=True),
                 on=_f(f"x.gid = c.gid AND x.{rank} <= c.hi"),
+                copy=False,
             )
         )
         part = plan.g("p")
@@ -442,7 +453,7 @@ def _avg_candidates(
             ]
         )
         cum = exp.select(*plan.g("p"), exp.alias_(ratio, f"avg_{side}")).from_(
-            exp.alias_(_cte(f"pool_{side}"), "p", table=True)
+            exp.alias_(_cte(f"pool_{side}"), "p", table=True), copy=False
         )
         ctes += [(f"pool_{side}", pool), (f"ratio_{side}", cum)]
 
@@ -453,17 +464,20 @@ def _avg_candidates(
         *[exp.column(n, table="v") for n in measure_names],
         exp.alias_(null.copy(), "avg_lo"),
         exp.alias_(null.copy(), "avg_hi"),
-    ).from_(exp.alias_(_cte("cellv"), "v", table=True))
+    ).from_(exp.alias_(_cte("cellv"), "v", table=True), copy=False)
     for side in ("lo", "hi"):
         branch = exp.select(
             *plan.g("r"),
             *[exp.alias_(exp.Null(), n) for n in measure_names],
             _f("r.avg_lo") if side == "lo" else exp.alias_(null.copy(), "avg_lo"),
             _f("r.avg_hi") if side == "hi" else exp.alias_(null.copy(), "avg_hi"),
-        ).from_(exp.alias_(_cte(f"ratio_{side}"), "r", table=True))
+        ).from_(exp.alias_(_cte(f"ratio_{side}"), "r", table=True), copy=False)
         union = exp.union(union, branch, distinct=False)
     assert isinstance(union, exp.Union)
-    return [*ctes, ("parts", exp.select("*").from_(exp.alias_(exp.paren(union), "u", table=True)))]
+    return [
+        *ctes,
+        ("parts", exp.select("*").from_(exp.alias_(exp.paren(union), "u", table=True), copy=False)),
+    ]
 
 
 def _predicate_columns(plan: _Plan) -> dict[str, dict[str, exp.Expr]]:
