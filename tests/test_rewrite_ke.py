@@ -159,8 +159,9 @@ def group_names(sql: str) -> list[str]:
 
 
 def check_sound(
-    out: list[dict[str, Any]], truth: list[dict[str, Any]], sql: str, aggs: list[str]
+    out: list[dict[str, Any]], truth: list[dict[str, Any]], sql: str, aggs: dict[str, str]
 ) -> None:
+    """Every true value lies in its row's interval; ``aggs`` maps output name -> function."""
     groups = group_names(sql)
     out_by = {_key(r, groups): r for r in out}
     truth_by = {_key(r, groups): r for r in truth}
@@ -168,8 +169,7 @@ def check_sound(
     assert set(truth_by) <= set(out_by), (sql, truth_by.keys(), out_by.keys())
     for key, row in out_by.items():
         true_row = truth_by.get(key)
-        for name in aggs:
-            func = AGGS[name][0]
+        for name, func in aggs.items():
             value = true_row[name] if true_row is not None else None
             low, high, est = row[f"{name}_low"], row[f"{name}_high"], row[f"{name}_est"]
             if func == "sum" and low is None and high is None:
@@ -202,7 +202,7 @@ def test_intervals_contain_the_truth(release: Any, query: Any, seed: int) -> Non
     catalog = catalog_of(info)
     out = answer(con, sql, catalog)
     truth = fetch(con, on_source(sql, info))
-    check_sound(out, truth, sql, aggs)
+    check_sound(out, truth, sql, {n: AGGS[n][0] for n in aggs})
 
 
 # --- tightness: enumerate every source consistent with the release --------------------------

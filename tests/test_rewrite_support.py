@@ -121,7 +121,10 @@ def catalog_of(*infos: ReleaseInfo) -> dict[str, ReleaseInfo]:
 
 
 def on_source(sql: str, info: ReleaseInfo) -> str:
-    """The analyst's query pointed at the private source (for the true answer)."""
+    """The analyst's query pointed at the private source (for the true answer).
+
+    Unaliased aggregates get the rewriter's names (``count_star``, ``sum_loss``...).
+    """
     tree = sqlglot.parse_one(sql, read="duckdb")
 
     def swap(node: exp.Expression) -> exp.Expression:
@@ -129,7 +132,16 @@ def on_source(sql: str, info: ReleaseInfo) -> str:
             return exp.table_(f"{info.family}_source", alias=node.alias or None)
         return node
 
-    return tree.transform(swap).sql("duckdb")
+    tree = tree.transform(swap)
+    assert isinstance(tree, exp.Select)
+    named = []
+    for item in tree.expressions:
+        if isinstance(item, exp.AggFunc):
+            arg = item.this
+            column = "star" if isinstance(arg, exp.Star) else arg.name
+            item = exp.alias_(item, f"{item.key}_{column}")
+        named.append(item)
+    return tree.select(*named, append=False).sql("duckdb")
 
 
 def fetch(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
