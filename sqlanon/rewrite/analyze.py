@@ -326,7 +326,7 @@ def _order(
         if isinstance(key, exp.Column):
             lowered = key.name.lower()
             match = next((g for g in groups if g.name.lower() == lowered), None)
-            if match is None:
+            if match is None and key.name.lower() in cols.by_lower:
                 column = cols.resolve(key)
                 match = next((g for g in groups if g.column == column), None)
         if match is None:

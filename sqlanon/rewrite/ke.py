@@ -71,6 +71,11 @@ def _conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
+def _show(term: exp.Expr) -> str:
+    """A condition as the analyst wrote it (canonical columns without quotes)."""
+    return term.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n).sql()
+
+
 def split_predicate(
     predicate: exp.Expr | None, sensitive: str
 ) -> tuple[exp.Expr | None, exp.Expr | None]:
@@ -89,7 +94,7 @@ def split_predicate(
         if sensitive in names and len(names) > 1:
             raise UnsupportedQueryError(
                 f"a condition mixing the sensitive column with quasi-identifiers is not "
-                f"supported: {term.sql()}; combine conditions on {sensitive!r} with the "
+                f"supported: {_show(term)}; combine conditions on {sensitive!r} with the "
                 "others by AND only"
             )
         (s if sensitive in names else qi).append(term)

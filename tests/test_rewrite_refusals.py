@@ -1,0 +1,199 @@
+"""What the rewriter refuses, what it may read, the catalog, and other dialects."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+import sqlglot
+from sqlglot import exp
+from test_rewrite_support import catalog_of, make_release
+
+from sqlanon.errors import ConfigError, UnsupportedQueryError
+from sqlanon.rewrite import ReleaseInfo, catalog_from_rows, rewrite
+
+INFO = ReleaseInfo(
+    family="adult_ke",
+    version=2,
+    table="adult_ke_v2",
+    model="ke",
+    quasi=("age", "sex", "education"),
+    sensitive=("capital_loss",),
+    bounds_table="adult_ke_v2_bounds",
+)
+CATALOG = catalog_of(INFO)
+
+
+@pytest.mark.parametrize(
+    ("sql", "part"),
+    [
+        ("SELECT COUNT(*) FROM adult_ke a JOIN adult_ke b ON a.age = b.age", "join"),
+        ("SELECT COUNT(*) FROM adult_ke, adult_ke_v2", "join"),
+        ("SELECT COUNT(*) FROM (SELECT * FROM adult_ke) AS x", "(SELECT * FROM adult_ke)"),
+        (
+            "SELECT COUNT(*) FROM adult_ke WHERE age IN (SELECT age FROM adult_ke)",
+            "subquery",
+        ),
+        ("WITH x AS (SELECT * FROM adult_ke) SELECT COUNT(*) FROM x", "CTE"),
+        ("SELECT SUM(capital_loss) OVER () FROM adult_ke", "window function"),
+        ("SELECT sex, COUNT(*) FROM adult_ke GROUP BY sex HAVING COUNT(*) > 3", "HAVING"),
+        ("DELETE FROM adult_ke", "DELETE"),
+        ("INSERT INTO adult_ke VALUES (1)", "INSERT"),
+        ("UPDATE adult_ke SET age = 1", "UPDATE"),
+        ("DROP TABLE adult_ke", "DROP"),
+        ("SELECT COUNT(*) FROM adult_ke; SELECT COUNT(*) FROM adult_ke", "2"),
+        ("SELECT COUNT(*) FROM adult", "'adult' is not a release"),
+        ("SELECT COUNT(*) FROM adult_source", "'adult_source' is not a release"),
+        ("SELECT * FROM sqlanon.members", "sqlanon.members is not a release"),
+        ("SELECT COUNT(*) FROM sqlanon.members", "sqlanon.members is not a release"),
+        ("SELECT COUNT(*) FROM sqlanon.adult_ke_v2_bounds", "not a release"),
+        ("SELECT COUNT(*) FROM adult_ke_v2_bounds", "not a release"),
+        ("SELECT COUNT(*) FROM main.adult_ke", "main.adult_ke is not a release"),
+        ("SELECT COUNT(*) FROM read_csv('adult.csv')", "READ_CSV"),
+        ("SELECT SUM(age) FROM adult_ke", "SUM over the non-sensitive column 'age'"),
+        ("SELECT AVG(age) FROM adult_ke", "AVG over the non-sensitive column 'age'"),
+        ("SELECT MAX(sex) FROM adult_ke", "MAX over the non-sensitive column 'sex'"),
+        ("SELECT COUNT(DISTINCT capital_loss) FROM adult_ke", "COUNT(DISTINCT"),
+        ("SELECT SUM(capital_loss * 2) FROM adult_ke", "SUM(capital_loss * 2)"),
+        ("SELECT SUM(capital_loss) / COUNT(*) FROM adult_ke", "SUM(capital_loss) / COUNT(*)"),
+        ("SELECT capital_loss FROM adult_ke", "neither aggregated nor in GROUP BY"),
+        ("SELECT age FROM adult_ke GROUP BY age", "no aggregate"),
+        ("SELECT * FROM adult_ke", "SELECT *"),
+        (
+            "SELECT capital_loss, COUNT(*) FROM adult_ke GROUP BY capital_loss",
+            "GROUP BY the permuted sensitive column",
+        ),
+        ("SELECT COUNT(*) FROM adult_ke GROUP BY age + 1", "age + 1"),
+        ("SELECT COUNT(*) FROM adult_ke GROUP BY ROLLUP (age)", "ROLLUP"),
+        (
+            "SELECT COUNT(*) FROM adult_ke WHERE age > 30 OR capital_loss > 2000",
+            "age > 30 OR capital_loss > 2000",
+        ),
+        (
+            "SELECT COUNT(*) FROM adult_ke WHERE NOT (age > 30 AND capital_loss > 2000)",
+            "NOT (age > 30 AND capital_loss > 2000)",
+        ),
+        ("SELECT COUNT(*) FROM adult_ke WHERE capital_loss > age", "capital_loss > age"),
+        ("SELECT COUNT(*) FROM adult_ke WHERE length(sex) = 4", "LENGTH(sex)"),
+        ("SELECT COUNT(*) FROM adult_ke WHERE age + 1 > 30", "Add in WHERE"),
+        ("SELECT COUNT(*) FROM adult_ke WHERE salary > 3", "'salary' is not published"),
+        ("SELECT COUNT(*) FROM adult_ke AS a WHERE b.age > 3", "b.age does not belong"),
+        ("SELECT DISTINCT sex, COUNT(*) FROM adult_ke GROUP BY sex", "DISTINCT"),
+        ("SELECT COUNT(*) FROM adult_ke UNION SELECT COUNT(*) FROM adult_ke", "UNION"),
+        ("SELECT sex, COUNT(*) AS n FROM adult_ke GROUP BY sex ORDER BY n", "ORDER BY"),
+        ("SELECT COUNT(*) FROM adult_ke LIMIT 1 OFFSET 2", "OFFSET"),
+        ("SELECT COUNT(*), COUNT(*) FROM adult_ke", "'count_star' would appear twice"),
+        ("SELECT COUNT(1) FROM adult_ke", "COUNT(1)"),
+        ("SELECT COUNT(*) FROM adult_ke QUALIFY 1 = 1", "QUALIFY"),
+        ("SELECT COUNT(*) FROM adult_ke WHERE", "cannot parse"),
+        ("SELECT 1", "no FROM"),
+    ],
+)
+def test_refused_with_the_offending_part(sql: str, part: str) -> None:
+    with pytest.raises(UnsupportedQueryError) as err:
+        rewrite(sql, CATALOG)
+    assert part.lower() in str(err.value).lower(), str(err.value)
+
+
+def test_lhd_release_is_refused_until_supported() -> None:
+    lhd = ReleaseInfo("p_lhd", 1, "p_lhd_v1", "lhd", ("age",), ("salary",))
+    with pytest.raises(UnsupportedQueryError, match="lHD"):
+        rewrite("SELECT COUNT(*) FROM p_lhd", {"p_lhd": lhd})
+
+
+def _tables(sql: str, dialect: str) -> set[tuple[str, str]]:
+    tree = sqlglot.parse_one(sql, read=dialect)
+    ctes = {c.alias for c in tree.find_all(exp.CTE)}
+    return {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name not in ctes}
+
+
+QUERIES = [
+    "SELECT COUNT(*) FROM adult_ke WHERE age > 30",
+    "SELECT sex, SUM(capital_loss) AS loss, AVG(capital_loss), MIN(capital_loss), "
+    "MAX(capital_loss) FROM adult_ke WHERE age BETWEEN 30 AND 50 GROUP BY sex ORDER BY sex",
+    "SELECT education, COUNT(*), COUNT(education), SUM(capital_loss), AVG(capital_loss), "
+    "MIN(capital_loss), MAX(capital_loss) FROM adult_ke "
+    "WHERE capital_loss > 2000 AND (sex = 'Male' OR education LIKE 'B%') GROUP BY education",
+    "SELECT AVG(capital_loss) FROM adult_ke WHERE NOT (capital_loss IN (1, 2)) AND age IS NULL",
+]
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark", "trino", "bigquery"])
+@pytest.mark.parametrize("sql", QUERIES)
+def test_output_parses_in_dialect_and_reads_only_the_release(sql: str, dialect: str) -> None:
+    out = rewrite(sql, CATALOG, dialect)
+    assert _tables(out, dialect) <= {("", "adult_ke_v2"), ("sqlanon", "adult_ke_v2_bounds")}
+    assert ("", "adult_ke_v2") in _tables(out, dialect)
+
+
+def test_input_is_read_in_the_given_dialect() -> None:
+    out = rewrite(
+        "SELECT `sex`, COUNT(*) FROM adult_ke WHERE `age` > 3 GROUP BY `sex`", CATALOG, "bigquery"
+    )
+    assert "`adult_ke_v2`" in out
+
+
+def test_catalog_from_rows() -> None:
+    rows = [
+        ("adult_ke", 1, "adult_ke_v1", "ke", json.dumps({"quasi": ["age"], "sensitive": "loss"})),
+        ("adult_ke", 2, "adult_ke_v2", "ke", {"quasi": ["age"], "sensitive": ["loss"], "k": 3}),
+        ("p_lhd", 1, "p_lhd_v1", "lhd", json.dumps({"quasi": ["age"], "sensitive": ["a", "b"]})),
+    ]
+    catalog = catalog_from_rows(rows)
+    assert set(catalog) == {"adult_ke", "adult_ke_v1", "adult_ke_v2", "p_lhd", "p_lhd_v1"}
+    assert catalog["adult_ke"] is catalog["adult_ke_v2"]
+    assert catalog["adult_ke_v1"].bounds_table == "adult_ke_v1_bounds"
+    assert catalog["adult_ke_v1"].sensitive == ("loss",)
+    assert catalog["p_lhd"].bounds_table is None
+    assert catalog["p_lhd"].key_column == "class_id"
+    assert "adult_ke_v1" in rewrite("SELECT SUM(loss) FROM adult_ke_v1", catalog)
+    assert "adult_ke_v2" in rewrite("SELECT SUM(loss) FROM ADULT_KE", catalog)
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        '{"quasi": ["age"]}',
+        '{"quasi": [], "sensitive": "x"}',
+        "[1]",
+        '{"quasi": 3, "sensitive": "x"}',
+    ],
+)
+def test_catalog_from_rows_rejects_bad_parameters(parameters: str) -> None:
+    with pytest.raises(ConfigError):
+        catalog_from_rows([("f", 1, "f_v1", "ke", parameters)])
+
+
+def test_ke_release_needs_one_sensitive_column_and_bounds() -> None:
+    with pytest.raises(ConfigError, match="exactly one sensitive"):
+        ReleaseInfo("f", 1, "f_v1", "ke", ("a",), ("s", "t"), "f_v1_bounds")
+    with pytest.raises(ConfigError, match="bounds"):
+        ReleaseInfo("f", 1, "f_v1", "ke", ("a",), ("s",))
+
+
+def test_quoted_release_names_stay_identifiers() -> None:
+    """A hostile family name cannot inject SQL: names are emitted as quoted identifiers."""
+    evil = ReleaseInfo(
+        'x"; DROP TABLE t; --', 1, 'x"; DROP TABLE t; --_v1', "ke", ("a",), ("s",), "b"
+    )
+    out = rewrite('SELECT COUNT(*) FROM "x""; DROP TABLE t; --_v1"', {evil.table: evil})
+    assert _tables(out, "duckdb") <= {("", evil.table), ("sqlanon", "b")}
+    assert len(sqlglot.parse(out, read="duckdb")) == 1
+
+
+def test_runs_on_duckdb_against_a_release_written_by_the_helpers() -> None:
+    con = duckdb.connect()
+    info = make_release(
+        con,
+        "adult_ke",
+        {"age": "INTEGER", "sex": "VARCHAR", "education": "VARCHAR"},
+        ("capital_loss", "INTEGER"),
+        [
+            {"age": 20 + i, "sex": "MF"[i % 2], "education": "B", "capital_loss": 100 * i}
+            for i in range(12)
+        ],
+        [i // 4 for i in range(12)],
+    )
+    for sql in QUERIES:
+        con.execute(rewrite(sql.replace("adult_ke", info.family), catalog_of(info))).fetchall()
