@@ -132,10 +132,20 @@ def release_catalog(session: Session) -> dict[str, Any]:
     """The rewriter's view of every release in this database (names analysts may use)."""
     from sqlanon.rewrite import catalog_from_rows
 
-    rows = session.query(
-        "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR) "
-        "FROM sqlanon.releases ORDER BY family, version"
-    )
+    if session.dialect == "postgres":
+        # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
+        # only the names and columns of each release.
+        sql = (
+            "SELECT family, version, table_name, model, CAST(jsonb_build_object("
+            "'quasi', quasi, 'sensitive', sensitive) AS text) "
+            "FROM sqlanon.release_catalog() ORDER BY family, version"
+        )
+    else:
+        sql = (
+            "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR) "
+            "FROM sqlanon.releases ORDER BY family, version"
+        )
+    rows = session.query(sql)
     return catalog_from_rows(rows)
 
 

@@ -31,7 +31,9 @@ installs queue:
 3. in one transaction, ``sql/postgres/functions.sql`` with each ``# sqlanon: prologue``
    line replaced by code that puts both directories first on ``sys.path`` once per
    session (see :func:`with_prologue`); sqlanon's PL/Python functions that no longer
-   exist in that file are dropped.
+   exist in that file are dropped; then ``sql/postgres/grants.sql``: the NOLOGIN roles
+   ``sqlanon_owner`` and ``sqlanon_analyst`` (created once per cluster) and their
+   privileges, every other grant to PUBLIC on schema sqlanon revoked.
 
 The server must be able to read the directory, so :func:`install_postgres` works when
 the server runs on this machine. It checks by asking the server to read the marker.
@@ -128,6 +130,7 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
             with session.transaction():
                 session.execute(functions)
                 _drop_stale_functions(session, python_dir)
+                session.execute(sqltext.load("postgres", "grants"))
         finally:
             session.execute("SELECT pg_advisory_unlock(hashtext('sqlanon:install'))")
     return PostgresInstall(python_dir, deps_dir, built, applied)

@@ -253,6 +253,14 @@ def publish_view(session: Session, family: str, table: str) -> None:
     session.execute(_sql(session, "point_view", family=q(family), release=q(table)))
 
 
+def grant_readers(session: Session, relations: Sequence[str]) -> None:
+    """PostgreSQL: let role ``sqlanon_analyst`` read what a release published (quoted
+    names: its table, the family view, its bounds table) and nothing else. DuckDB has
+    no roles."""
+    if session.dialect == "postgres":
+        session.execute(_sql(session, "grant_readers", relations=", ".join(relations)))
+
+
 def release_ke(
     session: Session,
     source: str,
@@ -373,6 +381,7 @@ def release_ke(
             )
         )
         publish_view(session, family, table)
+        grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
         status = np.where(chosen, "published", "held_back")
         write_members(
             session, family, version, keys, plan.group, plan.cell, status, rows["row_hash"]

@@ -40,6 +40,7 @@ from sqlanon.release import (
     _refuse_deleted,
     _sql,
     _summary,
+    grant_readers,
     publish_view,
     random_order,
     resolve_source,
@@ -392,6 +393,7 @@ def release_lhd(
         )
         session.execute("DROP TABLE _sqlanon_lhd")
         publish_view(session, family, table)
+        grant_readers(session, [q(table), q(family)])
         prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
         _, cell = np.unique(np.stack([prev_cell, plan.class_id]), axis=1, return_inverse=True)
         status = np.where(chosen, "published", "suppressed")

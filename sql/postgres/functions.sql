@@ -1,12 +1,134 @@
 -- The SQL face of sqlanon on PostgreSQL: PL/Python functions whose bodies are one-line
 -- calls into the sqlanon package. sqlanon.pg_install creates them (one transaction,
 -- CREATE OR REPLACE), replacing each `# sqlanon: prologue` line with the code that puts
--- the installed package directory on sys.path (once per session).
+-- the installed package directory on sys.path (once per session), then applies
+-- sql/postgres/grants.sql.
+--
+-- Same names and arguments as DuckDB's sqlanon_* macros (sql/duckdb/functions.sql), in
+-- schema sqlanon and with `name => value`. Every function runs with the CALLER's rights
+-- (SECURITY INVOKER) except sqlanon.release_catalog(), the one SECURITY DEFINER function.
+--
+-- Search paths. A release creates <family>_v<N> and the view <family> in the caller's
+-- current_schema() and resolves an unqualified source there (dbt points it at the
+-- model's schema with SET LOCAL search_path). So each public release function is a SQL
+-- wrapper without SET that passes pg_catalog.current_schema() to a PL/Python function
+-- with a fixed `SET search_path = pg_catalog`; that function then narrows the path to
+-- exactly that schema (restored when the function returns): pg_catalog and pg_temp are
+-- still searched first, no other schema of the caller's path is searched at all.
 
 -- Where this database's functions import sqlanon from, and what they import.
 CREATE OR REPLACE FUNCTION sqlanon.python_info() RETURNS jsonb
-LANGUAGE plpython3u STABLE AS $py$
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog AS $py$
 # sqlanon: prologue
 from sqlanon.backends.postgres import python_info
 return python_info()
+$py$;
+
+-- Releases ---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
+        key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
+        seed bigint) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, seed)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
+        key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
+        k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
+        seed bigint DEFAULT NULL) RETURNS jsonb
+LANGUAGE sql VOLATILE AS $sql$
+SELECT sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive, quasi, k, e, policy, seed)
+$sql$;
+
+CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
+        key text, quasi text[], sensitive text[], l bigint, algorithm text,
+        max_suppression double precision, seed bigint) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
+        key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
+        l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
+        max_suppression double precision DEFAULT 0.05, seed bigint DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE sql VOLATILE AS $sql$
+SELECT sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed)
+$sql$;
+
+-- Hierarchies (lHD). `folder` is a directory on the SERVER's file system, read by the
+-- server's OS user: only the data owner role may call this.
+CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_call(plpy, "load_hierarchies", dataset, folder)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.hierarchy_widths(dataset text, attribute text,
+        widths double precision[]) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_call(plpy, "hierarchy_widths", dataset, attribute, widths)
+$py$;
+
+-- The audit reads the private state and the source: the data owner's tool.
+CREATE OR REPLACE FUNCTION sqlanon._audit(schema text, family text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_call(plpy, "audit", family, schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.audit(family text) RETURNS jsonb
+LANGUAGE sql VOLATILE AS $sql$
+SELECT sqlanon._audit(pg_catalog.current_schema(), family)
+$sql$;
+
+-- Interval answers (analysts) ------------------------------------------------------------
+
+-- What the rewriter needs to know about every release, and nothing more (no k, e,
+-- policy, seed, counts or member state): the one SECURITY DEFINER function, so that
+-- analysts need no access to sqlanon.releases.
+CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
+RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
+               sensitive jsonb)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
+SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
+       r.parameters -> 'sensitive'
+FROM sqlanon.releases AS r ORDER BY r.family, r.version
+$sql$;
+
+-- The interval SQL of an analyst's aggregate query, for `dialect` (any sqlglot dialect).
+CREATE OR REPLACE FUNCTION sqlanon.rewrite(sql text, dialect text DEFAULT 'postgres')
+RETURNS text
+LANGUAGE plpython3u STABLE AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_rewrite(plpy, sql, dialect)
+$py$;
+
+-- The interval SQL for this server: inspect it, or EXECUTE it in PL/pgSQL.
+CREATE OR REPLACE FUNCTION sqlanon.interval_sql(sql text) RETURNS text
+LANGUAGE plpython3u STABLE AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_rewrite(plpy, sql, "postgres")
+$py$;
+
+-- The answer itself: one jsonb object per output row, in the query's order, with
+-- <name>_low, <name>_high and <name>_est per aggregate (PL/Python cannot return a row
+-- type decided by the query). Runs the interval SQL with the caller's rights.
+--   SELECT * FROM sqlanon.interval('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
+CREATE OR REPLACE FUNCTION sqlanon.interval(sql text) RETURNS SETOF jsonb
+LANGUAGE plpython3u STABLE AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_interval(plpy, sql)
 $py$;

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -296,3 +296,146 @@ def _concurrent(family: str) -> ConcurrentReleaseError:
         f"another release of family {family!r} holds its lock and lock_timeout ran out; "
         "nothing was written: run the release again when it has finished"
     )
+
+
+# --- Server entry points: the bodies of sql/postgres/functions.sql ----------------------
+#
+# Each takes ``plpy`` and the SQL arguments, runs the shared core through a PlpySession
+# and returns JSON text (the SQL functions return jsonb). Releases, loads and audits run
+# in one subtransaction of the caller's transaction: an error leaves nothing behind,
+# and a caller's ROLLBACK undoes a release like any other statement.
+
+
+def server_release_ke(
+    plpy: Any,
+    schema: str | None,
+    source: str,
+    family: str,
+    key: str,  # SQL NULL arrives as None: the release refuses it
+    sensitive: str,
+    quasi: Sequence[str] | None,
+    k: int,
+    e: float,
+    policy: str,
+    seed: int | None,
+) -> str:
+    """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
+    from sqlanon import release
+
+    session = _in_schema(plpy, schema)
+    return _json(
+        release.release_ke(
+            session,
+            source,
+            family,
+            key=key,
+            sensitive=sensitive,
+            quasi=_names(quasi),
+            k=k,
+            e=e,
+            policy=policy,
+            seed=seed,
+        )
+    )
+
+
+def server_release_lhd(
+    plpy: Any,
+    schema: str | None,
+    source: str,
+    family: str,
+    key: str,  # SQL NULL arrives as None: the release refuses it
+    quasi: Sequence[str] | None,
+    sensitive: Sequence[str] | None,
+    l: int,  # noqa: E741
+    algorithm: str,
+    max_suppression: float,
+    seed: int | None,
+) -> str:
+    """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
+    from sqlanon.release_lhd import release_lhd
+
+    session = _in_schema(plpy, schema)
+    return _json(
+        release_lhd(
+            session,
+            source,
+            family,
+            key=key,
+            quasi=_names(quasi),
+            sensitive=_names(sensitive),
+            l=l,
+            algorithm=algorithm,
+            max_suppression=max_suppression,
+            seed=seed,
+        )
+    )
+
+
+def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> str:
+    """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``."""
+    from sqlanon.audit import audit_family
+    from sqlanon.release_lhd import hierarchy_widths, load_hierarchies
+
+    verbs: dict[str, Callable[..., Any]] = {
+        "load_hierarchies": load_hierarchies,
+        "hierarchy_widths": hierarchy_widths,
+        "audit": audit_family,
+    }
+    session = _in_schema(plpy, schema) if schema is not None else PlpySession(plpy)
+    return _json(verbs[verb](session, *args))
+
+
+def server_rewrite(plpy: Any, sql: str, dialect: str) -> str:
+    """``sqlanon.interval_sql`` / ``sqlanon.rewrite``: the interval SQL of ``sql``."""
+    from sqlglot.errors import SqlglotError
+
+    from sqlanon.api import release_catalog
+    from sqlanon.errors import UnsupportedQueryError
+    from sqlanon.rewrite import rewrite
+
+    session = PlpySession(plpy)
+    try:
+        return rewrite(sql, release_catalog(session), dialect)
+    except SqlglotError as exc:  # e.g. a TokenError the rewriter's parser does not wrap
+        raise UnsupportedQueryError(f"cannot parse the query: {exc}") from exc
+
+
+def server_interval(plpy: Any, sql: str) -> list[str]:
+    """``sqlanon.interval``: the interval SQL run with the caller's rights, one JSON
+    object per output row (in the query's order)."""
+    session = PlpySession(plpy)
+    return [_json(row) for row in session.query_dicts(server_rewrite(plpy, sql, "postgres"))]
+
+
+def _in_schema(plpy: Any, schema: str | None) -> PlpySession:
+    """A session whose search path is exactly ``schema`` (the caller's current_schema()):
+    the function's own ``SET search_path`` restores the caller's path on return."""
+    from sqlanon.errors import ConfigError
+
+    if schema is None:
+        raise ConfigError(
+            "no current schema: the search_path names no existing schema; "
+            "SET search_path to the schema the release should go to"
+        )
+    session = PlpySession(plpy)
+    session.execute("SELECT pg_catalog.set_config('search_path', quote_ident($1), true)", [schema])
+    return session
+
+
+def _names(values: Sequence[str] | None) -> list[str]:
+    return [] if values is None else list(values)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")

@@ -1,0 +1,56 @@
+-- Roles and privileges, applied by sqlanon.pg_install after functions.sql (idempotent).
+--
+--   sqlanon_owner    runs releases, audits and hierarchy loads. It also needs, granted
+--                    by the database's administrator: SELECT on every source it releases
+--                    and CREATE on the schema the families go to (the caller's
+--                    current_schema()). Grant it to the data owner's login role(s).
+--   sqlanon_analyst  asks interval queries: EXECUTE on interval / interval_sql / rewrite
+--                    only, and SELECT on each release table, family view and bounds
+--                    table, granted by the release that creates them. Nothing else:
+--                    no source, no sqlanon.members, no sqlanon.releases, no hierarchies.
+--
+-- Roles belong to the cluster, not the database: another database's install may create
+-- them at the same moment, hence the duplicate_object handler.
+DO $roles$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'sqlanon_owner') THEN
+        CREATE ROLE sqlanon_owner NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'sqlanon_analyst') THEN
+        CREATE ROLE sqlanon_analyst NOLOGIN;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL;
+END
+$roles$;
+
+REVOKE ALL ON SCHEMA sqlanon FROM PUBLIC;
+GRANT USAGE ON SCHEMA sqlanon TO sqlanon_owner, sqlanon_analyst;
+GRANT CREATE ON SCHEMA sqlanon TO sqlanon_owner;  -- the per-release bounds tables
+
+REVOKE ALL ON ALL TABLES IN SCHEMA sqlanon FROM PUBLIC;
+GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.hierarchies,
+    sqlanon.hierarchy_widths TO sqlanon_owner;
+GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
+
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    sqlanon.release_ke(text, text, text, text, text[], bigint, double precision, text, bigint),
+    sqlanon._release_ke(text, text, text, text, text, text[], bigint, double precision, text,
+                        bigint),
+    sqlanon.release_lhd(text, text, text, text[], text[], bigint, text, double precision,
+                        bigint),
+    sqlanon._release_lhd(text, text, text, text, text[], text[], bigint, text,
+                         double precision, bigint),
+    sqlanon.load_hierarchies(text, text),
+    sqlanon.hierarchy_widths(text, text, double precision[]),
+    sqlanon.audit(text),
+    sqlanon._audit(text, text),
+    sqlanon.python_info()
+TO sqlanon_owner;
+GRANT EXECUTE ON FUNCTION
+    sqlanon.interval(text),
+    sqlanon.interval_sql(text),
+    sqlanon.rewrite(text, text),
+    sqlanon.release_catalog()
+TO sqlanon_analyst, sqlanon_owner;
