@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlanon.errors import SqlanonError
+from sqlanon.errors import ConfigError, SqlanonError
 
 
 @contextmanager
@@ -132,6 +132,23 @@ def _install(args: argparse.Namespace) -> None:
         print(f"sqlanon installed in {args.db}")
 
 
+def _install_postgres(args: argparse.Namespace) -> None:
+    from sqlanon.pg_install import install_postgres, install_python_dir
+
+    if args.server_side == (args.url is not None):
+        raise ConfigError("give either a postgresql:// URL or --server-side, not both")
+    if args.server_side:
+        built = install_python_dir(args.python_root, python_version=args.python_version)
+        print(f"sqlanon for the server's PL/Python is in {built}")
+        return
+    done = install_postgres(args.url, python_root=args.python_root)
+    applied = ", ".join(done.migrations) or "none pending"
+    print(
+        f"sqlanon installed in {args.url.rsplit('@', 1)[-1]} (from {done.python_dir}; "
+        f"migrations: {applied}); roles sqlanon_owner and sqlanon_analyst"
+    )
+
+
 def _demo(args: argparse.Namespace) -> None:
     from sqlanon.demo import run_demo
 
@@ -151,6 +168,29 @@ def build_parser() -> argparse.ArgumentParser:
     install = commands.add_parser("install", help="apply migrations (DuckDB file or Postgres URL)")
     install.add_argument("--db", required=True)
     install.set_defaults(run=_install)
+
+    pg = commands.add_parser(
+        "install-postgres",
+        help="install into a PostgreSQL database (URL, as a superuser), or build the "
+        "server-side package directory on the server machine (--server-side)",
+    )
+    pg.add_argument("url", nargs="?", help="postgresql://... of the database")
+    pg.add_argument(
+        "--server-side",
+        action="store_true",
+        help="on the server machine: build the directory its PL/Python imports",
+    )
+    pg.add_argument(
+        "--python-root",
+        default=None,
+        help="where that directory lives (default /var/lib/sqlanon/python)",
+    )
+    pg.add_argument(
+        "--python-version",
+        default=None,
+        help="with --server-side: the server's Python X.Y (default: this one)",
+    )
+    pg.set_defaults(run=_install_postgres)
 
     ke = commands.add_parser("release-ke", help="publish the next (k,e) version of a family")
     ke.add_argument("--db", required=True)
