@@ -23,7 +23,11 @@ from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke
 
 KE_POLICIES = ("auto", "merge", "defer", "paper")
-_NUMERIC = re.compile(r"int|decimal|numeric|double|float|real")
+_NUMERIC = re.compile(
+    r"^(u?(tiny|small|big|huge)?int(eger)?\d*|decimal.*|numeric.*|double.*|float\d*|real)$"
+)
+# Integer types that fit int64: their keys join natively, their sums are exact in float64.
+_INTEGER = re.compile(r"^(tinyint|smallint|integer|int|bigint|int2|int4|int8)$")
 _RESERVED = {"group_id", "class_id"}
 
 
@@ -174,7 +178,17 @@ def _profile_source(session: Session, source: Source, key: str, sensitive: str |
     return int(n)
 
 
-def _refuse_deleted(session: Session, source: Source, key: str, family: str, version: int) -> None:
+def _refuse_deleted(
+    session: Session, source: Source, key: str, last: catalog.Release, still_there: int
+) -> None:
+    """Refuse when records the last version published are gone from the source.
+
+    ``still_there`` counts the source rows whose key the last version published; only when
+    it falls short of what that version published does the anti-join run to name them.
+    """
+    if still_there >= last.rows_published:
+        return
+    family, version = last.family, last.version
     q = session.quote_ident
     deleted = [
         r[0]
@@ -313,8 +327,6 @@ def release_ke(
         version = 1 if last is None else last.version + 1
         table = _check_target(session, family, version)
         source_rows = _profile_source(session, src, key, sensitive)
-        if last is not None:
-            _refuse_deleted(session, src, key, family, last.version)
 
         q = session.quote_ident
         rows = session.query_arrays(
@@ -337,6 +349,8 @@ def release_ke(
                 f"(keys {shown}); fix or filter them"
             )
         published_before = rows["prev_status"] == "published"
+        if last is not None:
+            _refuse_deleted(session, src, key, last, int(published_before.sum()))
         _refuse_changed(keys, published_before & (rows["row_hash"] != rows["prev_hash"]), family)
 
         plan = ke.plan_release(
@@ -349,20 +363,21 @@ def release_ke(
         )
         chosen = plan.group >= 0
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
+        join_keys, key_type, template = _join_keys(keys, src.columns[key])
         session.load_temp(
             "_sqlanon_assign",
             {
-                "record_key": keys[chosen],
-                "s_key": keys[donor[chosen]],
+                "record_key": join_keys[chosen],
+                "s_key": join_keys[donor[chosen]],
                 "group_id": plan.group[chosen],
                 "ord": random_order(int(chosen.sum()), seed),
             },
-            {"record_key": "VARCHAR", "s_key": "VARCHAR", "group_id": "INTEGER", "ord": "BIGINT"},
+            {"record_key": key_type, "s_key": key_type, "group_id": "INTEGER", "ord": "BIGINT"},
         )
         session.execute(
             _sql(
                 session,
-                "ke_write_release",
+                template,
                 release=q(table),
                 quasi_q=_idents(session, quasi, "q"),
                 sensitive=q(sensitive),
@@ -371,14 +386,14 @@ def release_ke(
             )
         )
         session.execute("DROP TABLE _sqlanon_assign")
-        session.execute(
-            _sql(
-                session,
-                "ke_write_bounds",
-                bounds=f"{q('sqlanon')}.{q(table + '_bounds')}",
-                release=q(table),
-                sensitive=q(sensitive),
-            )
+        _write_bounds(
+            session,
+            f"{q('sqlanon')}.{q(table + '_bounds')}",
+            q(table),
+            q(sensitive),
+            src.columns[sensitive],
+            values[chosen],
+            plan.group[chosen],
         )
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
@@ -386,7 +401,6 @@ def release_ke(
         write_members(
             session, family, version, keys, plan.group, plan.cell, status, rows["row_hash"]
         )
-        static = _static_optimum(values, k, e)
         summary = catalog.Release(
             family=family,
             version=version,
@@ -400,7 +414,7 @@ def release_ke(
             groups=int(plan.groups),
             sum_of_errors=float(plan.sum_of_errors),
             source_rows=source_rows,
-            metrics={"static_optimum": static},
+            metrics={"static_optimum": plan.static_optimum},
         )
         catalog.record_release(session, summary)
     return _summary(summary)
@@ -420,13 +434,68 @@ def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> 
     return int(k), float(e)
 
 
-def _static_optimum(values: np.ndarray, k: int, e: float) -> float | None:
-    """Sum of errors of the best single release of all current rows (unsafe to publish
-    after earlier versions; the yardstick for the incremental policies)."""
-    try:
-        return float(ke.sum_of_errors(values, ke.optimal_partition(values, k, e)))
-    except InfeasibleError:
-        return None
+def _join_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str, str]:
+    """Keys to join the release back to the source by: native integers when the key is an
+    integer column (a join on text costs about twice as much), else the text form."""
+    if _INTEGER.search(key_type.lower()):
+        return keys.astype(np.int64), "BIGINT", "ke_write_release"
+    return keys, "VARCHAR", "ke_write_release_text_key"
+
+
+def _write_bounds(
+    session: Session,
+    bounds: str,
+    release: str,
+    sensitive: str,
+    sensitive_type: str,
+    values: np.ndarray,
+    group: np.ndarray,
+) -> None:
+    """Write the per-group sorted values and prefix sums (see ARCHITECTURE.md).
+
+    Integer values whose sums stay below 2**53 are exact in float64, so numpy computes
+    the table (one sort, one cumulative sum; 3-7x faster than the window-function SQL);
+    anything else (DECIMAL, floats, huge integers) goes through SQL in the column's own
+    arithmetic so the bounds match the database's SUM exactly.
+    """
+    exact = _INTEGER.search(sensitive_type.lower()) and np.abs(values).sum() < 2.0**53
+    if not exact:
+        session.execute(
+            _sql(session, "ke_write_bounds", bounds=bounds, release=release, sensitive=sensitive)
+        )
+        return
+    order = np.lexsort((values, group))
+    v, g = values[order], group[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    sizes = np.diff(np.r_[starts, len(v)])
+    first = np.repeat(starts, sizes)
+    rank = np.arange(len(v)) - first + 1
+    running = np.cumsum(v)
+    before = np.repeat(np.r_[0.0, running][starts], sizes)
+    low_sum = running - before
+    total = np.repeat(low_sum[starts + sizes - 1], sizes)
+    # the sum of the r largest = total - the sum of the (size - r) smallest
+    rest = np.repeat(sizes, sizes) - rank
+    low_of_rest = np.where(rest > 0, low_sum[np.maximum(first + rest - 1, 0)], 0.0)
+    session.load_temp(
+        "_sqlanon_bounds",
+        {
+            "group_id": g,
+            "rank": rank,
+            "value": v,
+            "low_sum": low_sum,
+            "high_sum": total - low_of_rest,
+        },
+        {
+            "group_id": "INTEGER",
+            "rank": "INTEGER",
+            "value": sensitive_type,
+            "low_sum": "BIGINT",
+            "high_sum": "BIGINT",
+        },
+    )
+    session.execute(_sql(session, "ke_copy_bounds", bounds=bounds))
+    session.execute("DROP TABLE _sqlanon_bounds")
 
 
 def _summary(release: catalog.Release) -> dict[str, Any]:

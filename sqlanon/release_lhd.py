@@ -324,8 +324,6 @@ def release_lhd(
         source_rows = 0
         for s in sensitive:
             source_rows = _profile_source(session, src, key, s)
-        if last is not None:
-            _refuse_deleted(session, src, key, family, last.version)
 
         q = session.quote_ident
         rows = session.query_arrays(
@@ -341,6 +339,8 @@ def release_lhd(
         )
         keys = rows["record_key"]
         published_before = rows["prev_status"] == "published"
+        if last is not None:
+            _refuse_deleted(session, src, key, last, int(published_before.sum()))
         _refuse_changed(keys, published_before & (rows["row_hash"] != rows["prev_hash"]), family)
         for column in quasi:
             missing = np.array([v is None or v != v for v in rows[column].tolist()])

@@ -434,3 +434,31 @@ def test_two_connections_to_one_file_each_install(tmp_path: Path) -> None:
     assert release(second)["version"] == 1
     assert json.loads(second.execute("SELECT sqlanon_audit('people_ke')").fetchone()[0])
     second.close()
+
+
+@pytest.mark.parametrize("column_type", ["INTEGER", "DECIMAL(9,2)", "DOUBLE"])
+def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> None:
+    con = duckdb.connect(str(tmp_path / "bounds.duckdb"))
+    sqlanon.install(con)
+    make_people(con, 80)
+    con.execute(f"ALTER TABLE people ALTER salary TYPE {column_type}")
+    if column_type != "INTEGER":
+        con.execute("UPDATE people SET salary = salary + 0.25 * (id % 4)")
+    release(con)
+    rows = con.execute(
+        "SELECT group_id, list_sort(list(salary)) FROM people_ke_v1 GROUP BY ALL ORDER BY 1"
+    ).fetchall()
+    bounds = con.execute(
+        'SELECT group_id, rank, value, low_sum, high_sum FROM sqlanon."people_ke_v1_bounds" '
+        "ORDER BY group_id, rank"
+    ).fetchall()
+    expected = []
+    for group_id, values in rows:
+        for r in range(1, len(values) + 1):
+            expected.append(
+                (group_id, r, values[r - 1], sum(values[:r]), sum(values[len(values) - r :]))
+            )
+    assert [tuple(float(x) for x in row) for row in bounds] == [
+        tuple(float(x) for x in row) for row in expected
+    ]
+    con.close()

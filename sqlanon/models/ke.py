@@ -15,6 +15,7 @@ added, which is what every algorithm here relies on:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections import deque
@@ -203,6 +204,8 @@ class KePlan:
     ``group``: group id 0..g-1 in ascending order of group minimum, -1 = held back.
     ``cell``: the record's cell after this version (records with the same first version and
     the same group in every version), dense ids 0..c-1, -1 = held back.
+    ``static_optimum``: sum of errors of the best single release of all candidates (unsafe
+    to publish after earlier versions; the yardstick), None when that is infeasible.
     """
 
     group: np.ndarray
@@ -210,6 +213,7 @@ class KePlan:
     sum_of_errors: float
     groups: int
     held_back: int
+    static_optimum: float | None = None
 
 
 POLICIES = ("auto", "merge", "defer", "paper")
@@ -286,11 +290,13 @@ def plan_release(
         )
     if not old.any():
         first = optimal_partition(v, k, e)
-        return _make_plan(v, first, first.copy())
+        plan = _make_plan(v, first, first.copy())
+        return dataclasses.replace(plan, static_optimum=plan.sum_of_errors)
+    static = _static_optimum(v, k, e)
     if policy == "paper":
         from sqlanon.models.ke_paper import plan_paper
 
-        return plan_paper(v, cell, group, k, e)
+        return dataclasses.replace(plan_paper(v, cell, group, k, e), static_optimum=static)
     cell_dense = _check_old_cells(v, cell, group, k, e)
     elements = _Elements.build(v, cell_dense, k, e)
     if policy == "merge":
@@ -298,8 +304,16 @@ def plan_release(
     elif policy == "defer":
         runs = _best_runs(elements, lexicographic=True, one_atom=True, penalty=0.0)
     else:
-        runs = _auto_runs(v, elements, k, e, hold_penalty)
-    return _plan_from_runs(v, cell_dense, elements, runs)
+        runs = _auto_runs(v, elements, static, hold_penalty)
+    plan = _plan_from_runs(v, cell_dense, elements, runs)
+    return dataclasses.replace(plan, static_optimum=static)
+
+
+def _static_optimum(v: np.ndarray, k: int, e: float) -> float | None:
+    try:
+        return sum_of_errors(v, optimal_partition(v, k, e))
+    except InfeasibleError:
+        return None
 
 
 def _as_ids(ids: np.ndarray, n: int, name: str) -> np.ndarray:
@@ -320,8 +334,8 @@ def _check_old_cells(
     """Dense cell ids (0..c-1, -1 for unpublished); refuses inconsistent or invalid cells."""
     old = cell >= 0
     ids, inverse = np.unique(cell[old], return_inverse=True)
-    pairs = np.unique(np.stack([inverse, group[old]]), axis=1)
-    if pairs.shape[1] != len(ids):
+    pairs = np.unique(inverse * (int(group.max()) + 1) + group[old])
+    if len(pairs) != len(ids):
         raise ConfigError(
             "every record of a cell must have the same prev_group; the state is corrupt"
         )
@@ -537,12 +551,13 @@ def _held_back(elements: _Elements, runs: list[tuple[int, int, bool]]) -> int:
 
 
 def _auto_runs(
-    v: np.ndarray, elements: _Elements, k: int, e: float, hold_penalty: float | None
+    v: np.ndarray, elements: _Elements, static: float | None, hold_penalty: float | None
 ) -> list[tuple[int, int, bool]]:
     if hold_penalty is not None:
         return _best_runs(elements, lexicographic=False, one_atom=False, penalty=hold_penalty)
-    per_row = sum_of_errors(v, optimal_partition(v, k, e)) / len(v)
-    penalty = DEFAULT_HOLD_FACTOR * per_row
+    if static is None:  # no valid single release: publish what merging can
+        return _best_runs(elements, lexicographic=True, one_atom=False, penalty=0.0)
+    penalty = DEFAULT_HOLD_FACTOR * static / len(v)
     cap = HELD_BACK_CAP * len(v)
     for _ in range(9):
         runs = _best_runs(elements, lexicographic=False, one_atom=False, penalty=penalty)
