@@ -26,6 +26,9 @@ KE_POLICIES = ("auto", "merge", "defer", "paper")
 _NUMERIC = re.compile(
     r"^(u?(tiny|small|big|huge)?int(eger)?\d*|decimal.*|numeric.*|double.*|float\d*|real)$"
 )
+_JOINABLE = re.compile(
+    r"^(varchar.*|text|character.*|char.*|uuid|date|timestamp.*|decimal.*|numeric.*)$"
+)
 # Integer types that fit int64: their keys join natively, their sums are exact in float64.
 _INTEGER = re.compile(r"^(tinyint|smallint|integer|int|bigint|int2|int4|int8)$")
 _RESERVED = {"group_id", "class_id"}
@@ -226,39 +229,53 @@ def random_order(n: int, seed: int | None) -> np.ndarray:
     return order
 
 
+_STATUS = {"published": 0, "held_back": 1, "suppressed": 2}
+
+
 def write_members(
     session: Session,
     family: str,
     version: int,
+    source: Source,
+    key: str,
+    published_columns: Sequence[str],
     keys: np.ndarray,
     group: np.ndarray,
     cell: np.ndarray,
     status: np.ndarray,
-    row_hash: np.ndarray,
 ) -> None:
-    """Record every record's state for this version (private)."""
+    """Record every record's state for this version (private).
+
+    ``keys`` are the records' keys as text (as read); ``status`` holds 'published',
+    'held_back' or 'suppressed'. The row fingerprints are computed in SQL from the source
+    (over ``published_columns``), the same expression the next release compares against.
+    """
     published = status == "published"
+    codes = np.zeros(len(status), dtype=np.int64)
+    for name, code in _STATUS.items():
+        codes[status == name] = code
+    join_keys, key_type = _join_keys(keys, source.columns[key])
     session.load_temp(
         "_sqlanon_members",
         {
-            "record_key": keys,
-            "group_id": np.where(published, group, 0).astype(np.int64),
-            "cell_id": np.where(published, cell, 0).astype(np.int64),
-            "status": status.astype(object),
-            "row_hash": row_hash,
+            "record_key": join_keys,
+            "group_id": np.where(published, group, -1).astype(np.int64),
+            "cell_id": np.where(published, cell, -1).astype(np.int64),
+            "status": codes,
         },
-        {
-            "record_key": "VARCHAR",
-            "group_id": "INTEGER",
-            "cell_id": "BIGINT",
-            "status": "VARCHAR",
-            "row_hash": "VARCHAR",
-        },
+        {"record_key": key_type, "group_id": "INTEGER", "cell_id": "BIGINT", "status": "SMALLINT"},
     )
+    q = session.quote_ident
     session.execute(
-        "UPDATE _sqlanon_members SET group_id = NULL, cell_id = NULL WHERE status <> 'published'"
+        _sql(
+            session,
+            "write_members",
+            source=source.qualified(session),
+            key=q(key),
+            hashed=_idents(session, published_columns, "src"),
+        ),
+        [family, version],
     )
-    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
     session.execute("DROP TABLE _sqlanon_members")
 
 
@@ -348,10 +365,10 @@ def release_ke(
                 f"sensitive column {sensitive!r} has {int(bad.sum())} NaN or infinite values "
                 f"(keys {shown}); fix or filter them"
             )
-        published_before = rows["prev_status"] == "published"
+        published_before = rows["published_before"].astype(bool)
         if last is not None:
             _refuse_deleted(session, src, key, last, int(published_before.sum()))
-        _refuse_changed(keys, published_before & (rows["row_hash"] != rows["prev_hash"]), family)
+        _refuse_changed(keys, published_before & rows["changed"].astype(bool), family)
 
         plan = ke.plan_release(
             values,
@@ -363,7 +380,7 @@ def release_ke(
         )
         chosen = plan.group >= 0
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
-        join_keys, key_type, template = _join_keys(keys, src.columns[key])
+        join_keys, key_type = _join_keys(keys, src.columns[key])
         session.load_temp(
             "_sqlanon_assign",
             {
@@ -377,7 +394,7 @@ def release_ke(
         session.execute(
             _sql(
                 session,
-                template,
+                "ke_write_release",
                 release=q(table),
                 quasi_q=_idents(session, quasi, "q"),
                 sensitive=q(sensitive),
@@ -399,7 +416,16 @@ def release_ke(
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
         status = np.where(chosen, "published", "held_back")
         write_members(
-            session, family, version, keys, plan.group, plan.cell, status, rows["row_hash"]
+            session,
+            family,
+            version,
+            src,
+            key,
+            [*quasi, sensitive],
+            keys,
+            plan.group,
+            plan.cell,
+            status,
         )
         summary = catalog.Release(
             family=family,
@@ -434,12 +460,20 @@ def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> 
     return int(k), float(e)
 
 
-def _join_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str, str]:
-    """Keys to join the release back to the source by: native integers when the key is an
-    integer column (a join on text costs about twice as much), else the text form."""
+def _join_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str]:
+    """Keys to join sqlanon's temporary tables back to the source by, and their SQL type.
+
+    Integer keys travel as int64 and join natively (a join on text costs about twice as
+    much); other keys travel as text and are cast to the key column's own type.
+    """
     if _INTEGER.search(key_type.lower()):
-        return keys.astype(np.int64), "BIGINT", "ke_write_release"
-    return keys, "VARCHAR", "ke_write_release_text_key"
+        return keys.astype(np.int64), "BIGINT"
+    if not _JOINABLE.search(key_type.lower()):
+        raise ConfigError(
+            f"the key column is of type {key_type}; use an integer, text, uuid, date or "
+            "timestamp column as key"
+        )
+    return keys, key_type
 
 
 def _write_bounds(

@@ -48,7 +48,7 @@ from sqlanon.release import (
 )
 
 # Names the read and write SQL use for their own columns.
-_INTERNAL = {"record_key", "row_hash", "prev_cell", "prev_status", "prev_hash", "ord"}
+_INTERNAL = {"record_key", "published_before", "changed", "prev_cell", "ord"}
 
 
 def attribute_name(name: str) -> str:
@@ -338,10 +338,10 @@ def release_lhd(
             [family, 0 if last is None else last.version],
         )
         keys = rows["record_key"]
-        published_before = rows["prev_status"] == "published"
+        published_before = rows["published_before"].astype(bool)
         if last is not None:
             _refuse_deleted(session, src, key, last, int(published_before.sum()))
-        _refuse_changed(keys, published_before & (rows["row_hash"] != rows["prev_hash"]), family)
+        _refuse_changed(keys, published_before & rows["changed"].astype(bool), family)
         for column in quasi:
             missing = np.array([v is None or v != v for v in rows[column].tolist()])
             if missing.any():
@@ -401,11 +401,13 @@ def release_lhd(
             session,
             family,
             version,
+            src,
+            key,
+            [*quasi, *sensitive],
             keys,
             plan.class_id,
             cell.reshape(-1),
             status,
-            rows["row_hash"],
         )
         summary = catalog.Release(
             family=family,

@@ -462,3 +462,28 @@ def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> N
         tuple(float(x) for x in row) for row in expected
     ]
     con.close()
+
+
+@pytest.mark.parametrize("key_type", ["VARCHAR", "UUID"])
+def test_non_integer_keys(tmp_path: Path, key_type: str) -> None:
+    con = duckdb.connect(str(tmp_path / "keys.duckdb"))
+    sqlanon.install(con)
+    make_people(con, 60)
+    key = "'p' || id" if key_type == "VARCHAR" else "uuid()"
+    con.execute(f"CREATE TABLE staff AS SELECT {key} AS pid, age, sex, salary FROM people")  # noqa: S608
+    args = {"key": "pid", "sensitive": "salary", "quasi": ["age", "sex"], "k": 3, "e": 10}
+    assert sqlanon.release_ke(con, "staff", "staff_ke", **args)["version"] == 1
+    new_key = "'q' || id" if key_type == "VARCHAR" else "uuid()"
+    con.execute(f"INSERT INTO staff SELECT {new_key}, age, sex, salary FROM people LIMIT 15")  # noqa: S608
+    assert sqlanon.release_ke(con, "staff", "staff_ke", **args)["version"] == 2
+    assert (
+        con.execute(
+            "SELECT count(*) FROM sqlanon.members m JOIN staff s ON CAST(s.pid AS VARCHAR) = m.record_key "
+            "WHERE m.version = 2"
+        ).fetchone()[0]
+        == 75
+    )
+    con.execute("UPDATE staff SET salary = salary + 1 WHERE pid = (SELECT min(pid) FROM staff)")
+    with pytest.raises(UnsafeReleaseError):
+        sqlanon.release_ke(con, "staff", "staff_ke", **args)
+    con.close()

@@ -1,11 +1,12 @@
--- Every source row with its state in the last version (NULLs when never seen).
+-- Every source row with its state in the last version (-1 / false when never published).
+-- `changed`: a published record whose quasi or sensitive values differ from what was
+-- published (same fingerprint as sql/postgres/write_members.sql).
 SELECT CAST(src.{key} AS text) AS record_key,
        CAST(src.{sensitive} AS double precision) AS s,
-       md5(CAST(ROW({hashed}) AS text)) AS row_hash,
        coalesce(m.group_id, -1) AS prev_group,
        coalesce(m.cell_id, -1) AS prev_cell,
-       coalesce(m.status, 'new') AS prev_status,
-       coalesce(m.row_hash, '') AS prev_hash
+       coalesce(m.status = 'published', false) AS published_before,
+       coalesce(m.row_hash <> md5(CAST(ROW({hashed}) AS text)), false) AS changed
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
   ON m.family = $1 AND m.version = $2 AND m.record_key = CAST(src.{key} AS text)

@@ -1,10 +1,10 @@
--- Every source row's key, hash and state in the family's last version, then the
--- columns the lHD release publishes (raw values; the model generalizes them).
+-- Every source row's key and state in the family's last version, then the columns the
+-- lHD release publishes (raw values; the model generalizes them). `changed` uses the
+-- fingerprint of sql/postgres/write_members.sql.
 SELECT CAST(src.{key} AS text) AS record_key,
-       md5(CAST(ROW({hashed}) AS text)) AS row_hash,
        coalesce(m.cell_id, -1) AS prev_cell,
-       coalesce(m.status, 'new') AS prev_status,
-       coalesce(m.row_hash, '') AS prev_hash,
+       coalesce(m.status = 'published', false) AS published_before,
+       coalesce(m.row_hash <> md5(CAST(ROW({hashed}) AS text)), false) AS changed,
        {columns}
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
