@@ -248,11 +248,15 @@ def test_concurrent_releases_of_one_family_are_serialized(adult: Any, pg_db: str
 
         thread = threading.Thread(target=second_release)
         thread.start()
-        time.sleep(0.5)
-        waiting = one(
-            adult,
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-        )
+        waiting = 0
+        for _ in range(300):  # its session first imports sqlanon into PL/Python
+            waiting = one(
+                adult,
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            )
+            if waiting:
+                break
+            time.sleep(0.1)
         assert thread.is_alive() and waiting == 1
         first.commit()
         thread.join(timeout=60)

@@ -37,6 +37,7 @@ _BOOL_OID = 16
 # load_temp takes the type names release.py writes for every dialect; PostgreSQL spells
 # DuckDB's DOUBLE differently. Anything else must look like a plain type name.
 _TYPE_ALIASES = {"DOUBLE": "double precision"}
+_INT_TYPE = re.compile(r"^(integer|int|bigint|smallint|int[248])$", re.IGNORECASE)
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*(\(\d+(,\s*\d+)?\))?(\[\])?$")
 
 
@@ -82,10 +83,11 @@ class PsycopgSession:
         q = self.quote_ident
         self.execute(_create_temp_sql(q, name, columns, types))
         names = ", ".join(q(c) for c in columns)
-        lists = [np.asarray(v).tolist() for v in columns.values()]
+        lists = [_values(v, types[c]) for c, v in columns.items()]
         with self._cur.copy(f"COPY {q(name)} ({names}) FROM STDIN") as copy:
             for row in zip(*lists, strict=True):
                 copy.write_row(row)
+        self.execute(f"ANALYZE {q(name)}")  # see _create_temp_sql
 
     def quote_ident(self, name: str) -> str:
         from psycopg import sql
@@ -187,9 +189,10 @@ class PlpySession:
         self.execute(
             f"INSERT INTO {q(name)} ({', '.join(q(c) for c in columns)}) "  # noqa: S608
             f"SELECT * FROM unnest({unnest})",
-            [np.asarray(v).tolist() for v in columns.values()],
+            [_values(v, types[c]) for c, v in columns.items()],
             types=array_types,
         )
+        self.execute(f"ANALYZE {q(name)}")  # see _create_temp_sql
 
     def quote_ident(self, name: str) -> str:
         """Always quoted, like psycopg's ``Identifier``: ``plpy.quote_ident`` leaves plain
@@ -245,9 +248,22 @@ def column_array(values: list[Any], type_oid: int) -> np.ndarray:
 def _create_temp_sql(
     q: Any, name: str, columns: dict[str, np.ndarray], types: dict[str, str]
 ) -> str:
-    """Drop any earlier temp table of that name (never a permanent one), then create it."""
+    """Drop any earlier temp table of that name (never a permanent one), then create it.
+
+    Autovacuum never analyzes temporary tables: without the ``ANALYZE`` that both
+    ``load_temp`` run after filling one, the planner guesses its size and joins it to
+    the source with a nested loop (0.4 s instead of 0.03 s at 10^4 rows)."""
     spec = ", ".join(f"{q(c)} {_pg_type(types[c])}" for c in columns)
     return f"DROP TABLE IF EXISTS pg_temp.{q(name)}; CREATE TEMP TABLE {q(name)} ({spec})"
+
+
+def _values(values: np.ndarray, type_name: str) -> list[Any]:
+    """A column as Python values for an integer or other column: whole floats become
+    ints for INTEGER/BIGINT columns (PostgreSQL refuses "9.0" there; DuckDB casts)."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f" and _INT_TYPE.search(type_name):
+        return array.astype(np.int64).tolist()
+    return array.tolist()
 
 
 def _pg_type(name: str) -> str:
