@@ -422,3 +422,28 @@ def test_quotes_in_the_interval_query_stay_data(adult: Any) -> None:
     rows = adult.execute("SELECT * FROM sqlanon.interval(%s)", [query]).fetchall()
     assert [r[0]["n"] for r in rows] == [0]
     assert one(adult, "SELECT count(*) FROM adult") == 1000
+
+
+def test_the_dbt_materializations_call(adult: Any) -> None:
+    """What dbt_sqlanon's postgres__publish_release sends, inside one transaction."""
+    adult.execute("CREATE SCHEMA analytics")
+    with adult.transaction():
+        adult.execute(
+            "CREATE VIEW analytics.adult_rel__source AS (SELECT * FROM public.adult);"
+            ' SET LOCAL search_path TO "analytics"'
+        )
+        text = one(
+            adult,
+            "SELECT (sqlanon.release_ke('analytics.adult_rel__source', 'adult_rel', key => 'id',"
+            " sensitive => 'capital_loss', quasi => ARRAY['age', 'sex']::text[], k => 5,"
+            " e => 20, policy => 'auto', seed => NULL))::text AS summary",
+        )
+    assert json.loads(text)["table"] == "adult_rel_v1"
+    assert one(adult, "SELECT count(*) FROM analytics.adult_rel") > 0
+    assert one(adult, "SHOW search_path") == '"$user", public'
+    with pytest.raises(errors.ExternalRoutineException, match="k must be a whole number >= 2"):
+        adult.execute(
+            "SELECT (sqlanon.release_ke('analytics.adult_rel__source', 'adult_rel', key => 'id',"
+            " sensitive => 'capital_loss', quasi => ARRAY['age', 'sex']::text[], k => 1,"
+            " e => 20))::text"
+        )
