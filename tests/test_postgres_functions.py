@@ -447,3 +447,17 @@ def test_the_dbt_materializations_call(adult: Any) -> None:
             " sensitive => 'capital_loss', quasi => ARRAY['age', 'sex']::text[], k => 1,"
             " e => 20))::text"
         )
+
+
+def test_a_release_that_cannot_get_the_lock_in_time_fails_clearly(adult: Any, pg_db: str) -> None:
+    with psycopg.connect(pg_db) as first:
+        one(first, RELEASE_KE)
+        with psycopg.connect(pg_db, autocommit=True) as second:
+            second.execute("SET lock_timeout = '200ms'")
+            with pytest.raises(
+                errors.ExternalRoutineException,
+                match="ConcurrentReleaseError: another release of family 'adult_ke' holds",
+            ):
+                second.execute(RELEASE_KE)
+        first.commit()
+    assert adult.execute("SELECT version FROM sqlanon.releases").fetchall() == [(1,)]
