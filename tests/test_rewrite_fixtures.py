@@ -14,11 +14,11 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
-from test_rewrite_ke import check_sound
-from test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
 
 from sqlanon.rewrite import rewrite
 from sqlanon.rewrite.analyze import AggregateItem, analyze
+from tests.test_rewrite_ke import check_sound
+from tests.test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
 
 FIXTURES = Path(__file__).parent / "rewrite_fixtures"
 

@@ -18,7 +18,8 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
-from test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
+
+from tests.test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
 
 AGGS = {
     "cnt": ("count", "COUNT(*)"),

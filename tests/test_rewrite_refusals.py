@@ -8,10 +8,10 @@ import duckdb
 import pytest
 import sqlglot
 from sqlglot import exp
-from test_rewrite_support import catalog_of, make_release
 
 from sqlanon.errors import ConfigError, UnsupportedQueryError
 from sqlanon.rewrite import ReleaseInfo, catalog_from_rows, rewrite
+from tests.test_rewrite_support import catalog_of, make_release
 
 INFO = ReleaseInfo(
     family="adult_ke",
@@ -197,3 +197,27 @@ def test_runs_on_duckdb_against_a_release_written_by_the_helpers() -> None:
     )
     for sql in QUERIES:
         con.execute(rewrite(sql.replace("adult_ke", info.family), catalog_of(info))).fetchall()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "SELECT * FROM sqlanon.members",
+        "SELECT * FROM adult_ke_v2 JOIN adult_source USING (age)",
+        "WITH x AS (SELECT 1) SELECT * FROM x, adult_ke",
+        "SELECT * FROM other.adult_ke_v2",
+        "SELECT * FROM adult_ke_v2 WHERE age = MY_UDF(1)",
+    ],
+)
+def test_output_guard_rejects_trees_reading_anything_else(bad: str) -> None:
+    """The last check before SQL leaves the rewriter: only the release and its bounds."""
+    from sqlanon.rewrite import _check_reads
+
+    with pytest.raises(AssertionError):
+        _check_reads(sqlglot.parse_one(bad), INFO)
+    _check_reads(
+        sqlglot.parse_one(
+            "WITH x AS (SELECT 1) SELECT * FROM x, adult_ke_v2, sqlanon.adult_ke_v2_bounds"
+        ),
+        INFO,
+    )
