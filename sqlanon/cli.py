@@ -59,12 +59,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _release_ke(args: argparse.Namespace) -> None:
-    from sqlanon.api import release_ke
+def _progress(stage: str, count: int) -> None:
+    """Progress of a long release, one line on stderr (stdout keeps the JSON summary)."""
+    print(f"sqlanon: {stage}: {count:,}", file=sys.stderr, flush=True)
 
-    with connect(args.db) as con:
+
+def _release_ke(args: argparse.Namespace) -> None:
+    from sqlanon.api import session_for
+    from sqlanon.release import release_ke
+
+    with connect(args.db) as con, session_for(con) as session:
         summary = release_ke(
-            con,
+            session,
             args.source,
             args.family,
             key=args.key,
@@ -74,16 +80,18 @@ def _release_ke(args: argparse.Namespace) -> None:
             e=args.e,
             policy=args.policy,
             seed=args.seed,
+            progress=_progress,
         )
     print(json.dumps(summary, indent=2))
 
 
 def _release_lhd(args: argparse.Namespace) -> None:
-    from sqlanon.api import release_lhd
+    from sqlanon.api import session_for
+    from sqlanon.release_lhd import release_lhd
 
-    with connect(args.db) as con:
+    with connect(args.db) as con, session_for(con) as session:
         summary = release_lhd(
-            con,
+            session,
             args.source,
             args.family,
             key=args.key,
@@ -93,6 +101,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
             algorithm=args.algorithm,
             max_suppression=args.max_suppression,
             seed=args.seed,
+            progress=_progress,
         )
     print(json.dumps(summary, indent=2))
 
@@ -109,6 +118,15 @@ def _audit(args: argparse.Namespace) -> None:
 
     with connect(args.db) as con:
         print_table(audit(con, args.family))
+
+
+def _report(args: argparse.Namespace) -> None:
+    from sqlanon.report import write_report
+
+    out = args.out or f"{args.family}_report.html"
+    with connect(args.db) as con:
+        written = write_report(con, args.family, out)
+    print(f"report of {args.family} written to {written}")
 
 
 def _query(args: argparse.Namespace) -> None:
@@ -237,6 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--db", required=True)
     audit.add_argument("family")
     audit.set_defaults(run=_audit)
+
+    report = commands.add_parser(
+        "report", help="write a self-contained HTML report of a family's versions"
+    )
+    report.add_argument("--db", required=True)
+    report.add_argument("family")
+    report.add_argument("--out", default=None, help="HTML file (default <family>_report.html)")
+    report.set_defaults(run=_report)
     return parser
 
 

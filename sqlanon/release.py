@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -304,11 +304,14 @@ def release_ke(
     e: float,
     policy: str = "auto",
     seed: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family`` from ``source``.
 
     Returns a summary: version, table, rows published, groups, rows held back, sum of
-    errors, and the static optimum of the current table for comparison.
+    errors, and the static optimum of the current table for comparison. ``progress``,
+    if given, is called as ``progress(stage, count)`` after each long step: "rows read",
+    "groups built", "rows written".
     """
     k, e = _check_ke_parameters(k, e, policy, seed)
     if not isinstance(key, str) or not isinstance(sensitive, str):
@@ -358,6 +361,8 @@ def release_ke(
             [family, 0 if last is None else last.version],
         )
         keys, values = rows["record_key"], rows["s"].astype(np.float64)
+        if progress is not None:
+            progress("rows read", int(keys.size))
         bad = ~np.isfinite(values)
         if bad.any():
             shown = ", ".join(str(x) for x in keys[bad][:10])
@@ -379,6 +384,8 @@ def release_ke(
             policy,
         )
         chosen = plan.group >= 0
+        if progress is not None:
+            progress("groups built", int(plan.groups))
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
         join_keys, key_type = _join_keys(keys, src.columns[key])
         session.load_temp(
@@ -403,6 +410,8 @@ def release_ke(
             )
         )
         session.execute("DROP TABLE _sqlanon_assign")
+        if progress is not None:
+            progress("rows written", int(chosen.sum()))
         _write_bounds(
             session,
             f"{q('sqlanon')}.{q(table + '_bounds')}",

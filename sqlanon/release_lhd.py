@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -280,11 +280,14 @@ def release_lhd(
     algorithm: str = "auto",
     max_suppression: float = 0.05,
     seed: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
     ``seed`` only fixes the row order (tests); the plan itself is deterministic.
     Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
+    ``progress``, if given, is called as ``progress(stage, count)`` after each long
+    step: "rows read", "groups built" (classes), "rows written".
     """
     sensitive = _check_lhd_parameters(l, algorithm, max_suppression, seed, sensitive)
     if not isinstance(key, str):
@@ -338,6 +341,8 @@ def release_lhd(
             [family, 0 if last is None else last.version],
         )
         keys = rows["record_key"]
+        if progress is not None:
+            progress("rows read", int(keys.size))
         published_before = rows["published_before"].astype(bool)
         if last is not None:
             _refuse_deleted(session, src, key, last, int(published_before.sum()))
@@ -365,6 +370,8 @@ def release_lhd(
             float(max_suppression),
         )
         chosen = plan.class_id >= 0
+        if progress is not None:
+            progress("groups built", int(plan.n_classes))
         session.load_temp(
             "_sqlanon_lhd",
             {
@@ -392,6 +399,8 @@ def release_lhd(
             )
         )
         session.execute("DROP TABLE _sqlanon_lhd")
+        if progress is not None:
+            progress("rows written", int(chosen.sum()))
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family)])
         prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)

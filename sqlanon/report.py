@@ -1,0 +1,418 @@
+"""One self-contained HTML page per release family: its versions, what they cost, how
+they answer queries.
+
+The page holds a table of every version (rows, what was held back or suppressed,
+groups or classes, the model's own quality measures, and the audit's exposed records)
+and PNG charts embedded as ``data:`` URIs, so the single file can be mailed or archived:
+
+- (k,e): each group's [min, max] of the published sensitive values, one panel per
+  version; lHD: the class sizes of each version.
+- every family: the mean relative interval width (high - low) / |estimate| of a fixed
+  workload of 30 AVG/SUM queries per version, answered through the same rewriter as
+  :func:`sqlanon.api.interval` on each versioned table ``<family>_v<N>``.
+
+The workload's predicates are drawn (fixed seed) from the quasi values the family's
+first version published, so they suit any family. The report reads the private state
+for the audit: it is for the data owner, not for analysts.
+
+    >>> write_report(con, "adult_ke", "adult_ke.html")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlglot import exp
+
+from sqlanon import catalog, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import ConfigError, SqlanonError
+
+WORKLOAD_SIZE = 30
+WORKLOAD_SEED = 20240601
+_MAX_COMBINATIONS = 100_000
+
+
+@dataclass(frozen=True)
+class Query:
+    """One workload query: its aggregate and WHERE clause, as sqlglot trees."""
+
+    aggregate: str  # "AVG" | "SUM"
+    where: exp.Condition
+
+    def sql(self, table: str, sensitive: str, dialect: str) -> str:
+        column = exp.column(sensitive, quoted=True)
+        agg = exp.Avg(this=column) if self.aggregate == "AVG" else exp.Sum(this=column)
+        query = (
+            exp.select(exp.alias_(agg, "v"))
+            .from_(exp.Table(this=exp.to_identifier(table, quoted=True)))
+            .where(self.where.copy())
+        )
+        return query.sql(dialect=dialect)
+
+
+def write_report(con: Any, family: str, path: str | Path) -> Path:
+    """Write the HTML report of ``family`` to ``path``; returns the path written."""
+    from sqlanon.api import session_for
+
+    with session_for(con) as session:
+        page = render_report(session, family)
+    out = Path(path)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def render_report(session: Session, family: str) -> str:
+    """The report's HTML text (see the module docstring)."""
+    figure_class = _figure_class()
+    sqltext.check_family(family)
+    versions = catalog.require_family(session, family)
+    created = dict(
+        session.query(
+            "SELECT version, CAST(date_trunc('second', created_at) AS VARCHAR) "
+            "FROM sqlanon.releases "
+            "WHERE family = $1",
+            [family],
+        )
+    )
+    exposed, audit_note = _audit(session, family)
+    model = versions[0].model
+    if model == "ke":
+        spread = _group_ranges_chart(session, versions, figure_class)
+        spread_title = "Group ranges: each group's [min, max] of the published sensitive values"
+    else:
+        spread = _class_sizes_chart(session, versions, figure_class)
+        spread_title = "Class sizes per version (largest first)"
+    queries = workload(session, versions[0])
+    answers = [_widths(session, r, queries) for r in versions]
+    widths = [w for w, _ in answers]
+    refused = next((reason for _, reason in answers if reason), "")
+    if any(np.isfinite(w).any() for w in widths):
+        width_chart: str | None = _widths_chart(versions, widths, figure_class)
+    else:
+        width_chart = None
+        refused = refused or "no workload query matched a published row"
+    rows = [
+        _version_row(r, created.get(r.version), exposed.get(r.version), w, width_chart is not None)
+        for r, w in zip(versions, widths, strict=True)
+    ]
+    return _page(
+        family, versions, rows, audit_note, spread_title, spread, width_chart, refused, queries
+    )
+
+
+# ------------------------------------------------------------------------------ data
+
+
+def _audit(session: Session, family: str) -> tuple[dict[int, int], str]:
+    """Exposed records per version, or why the audit could not run (e.g. source gone)."""
+    from sqlanon.audit import audit_family
+
+    try:
+        rows = audit_family(session, family)
+    except SqlanonError as exc:
+        return {}, f"The audit could not run: {exc}"
+    return {int(r["version"]): int(r["exposed"]) for r in rows}, ""
+
+
+def _version_row(
+    r: catalog.Release, created: Any, exposed: int | None, widths: np.ndarray, answered_any: bool
+) -> dict[str, Any]:
+    answered = widths[np.isfinite(widths)]
+    row: dict[str, Any] = {
+        "version": r.version,
+        "created at": created,
+        "rows": r.source_rows,
+        "published": r.rows_published,
+        "held back" if r.model == "ke" else "suppressed": (
+            r.held_back if r.model == "ke" else r.suppressed
+        ),
+        "groups" if r.model == "ke" else "classes": r.groups,
+    }
+    if r.model == "ke":
+        optimum = r.metrics.get("static_optimum")
+        row["sum of errors"] = r.sum_of_errors
+        row["static optimum"] = optimum
+        row["× static optimum"] = (
+            r.sum_of_errors / optimum if optimum and r.sum_of_errors is not None else None
+        )
+    else:
+        row["precision loss"] = r.metrics.get("precision_loss")
+        row["DM"] = r.metrics.get("dm")
+    row["audit: exposed"] = exposed
+    if answered_any:
+        row["queries answered"] = f"{answered.size}/{widths.size}"
+        row["mean rel. width"] = float(answered.mean()) if answered.size else None
+    return row
+
+
+def _quasi(r: catalog.Release) -> list[str]:
+    quasi = r.parameters.get("quasi") or []
+    return [quasi] if isinstance(quasi, str) else list(quasi)
+
+
+def _sensitive(r: catalog.Release) -> str:
+    """The column the workload aggregates (lHD: the first sensitive attribute)."""
+    sensitive = r.parameters["sensitive"]
+    return sensitive if isinstance(sensitive, str) else sensitive[0]
+
+
+def workload(session: Session, first: catalog.Release, size: int = WORKLOAD_SIZE) -> list[Query]:
+    """``size`` fixed random queries: half AND-ed equalities on 1-3 quasi columns taken
+    from one published record (so each matches someone), half a range between two
+    published values of one numeric quasi column (equalities if there is none)."""
+    quasi = _quasi(first)
+    if not quasi:
+        # (k,e) without quasi columns: the whole table, one query of each aggregate
+        return [Query(a, exp.true()) for a in ("AVG", "SUM")]
+    q = session.quote_ident
+    names = ", ".join(q(c) for c in quasi)
+    combos = session.query(
+        f"SELECT {names} FROM {q(first.table_name)} GROUP BY {names} "  # noqa: S608 - quoted
+        f"ORDER BY {names} LIMIT {_MAX_COMBINATIONS}"
+    )
+    numeric = [i for i, c in enumerate(quasi) if all(_is_number(row[i]) for row in combos[:1000])]
+    rng = np.random.default_rng(WORKLOAD_SEED)
+    queries = []
+    for i in range(size):
+        aggregate = "AVG" if i % 4 < 2 else "SUM"
+        if i % 2 == 1 and numeric:
+            column = numeric[int(rng.integers(len(numeric)))]
+            a, b = sorted(combos[int(j)][column] for j in rng.integers(0, len(combos), 2))
+            where: exp.Condition = exp.Between(
+                this=exp.column(quasi[column], quoted=True),
+                low=exp.convert(a),
+                high=exp.convert(b),
+            )
+        else:
+            record = combos[int(rng.integers(len(combos)))]
+            chosen = rng.permutation(len(quasi))[: int(rng.integers(1, min(3, len(quasi)) + 1))]
+            terms = [
+                exp.EQ(this=exp.column(quasi[c], quoted=True), expression=exp.convert(record[c]))
+                for c in sorted(chosen.tolist())
+            ]
+            where = exp.and_(*terms)
+        queries.append(Query(aggregate, where))
+    return queries
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
+
+
+def _widths(session: Session, r: catalog.Release, queries: list[Query]) -> tuple[np.ndarray, str]:
+    """(high - low) / |estimate| of each query on version ``r``; NaN when the query has no
+    answer there (no matching rows, estimate 0, or a query the rewriter refuses), and the
+    rewriter's first refusal (e.g. lHD releases have no interval answers yet)."""
+    from sqlanon.api import release_catalog
+    from sqlanon.rewrite import rewrite
+
+    releases = release_catalog(session)
+    sensitive = _sensitive(r)
+    out = np.full(len(queries), np.nan)
+    refused = ""
+    for i, query in enumerate(queries):
+        sql = query.sql(r.table_name, sensitive, session.dialect)
+        try:
+            text = rewrite(sql, releases, session.dialect)
+        except SqlanonError as exc:
+            refused = refused or str(exc)
+            continue
+        rows = session.query_dicts(text)
+        if not rows:
+            continue
+        low, high, est = (rows[0].get(f"v_{p}") for p in ("low", "high", "est"))
+        if low is None or high is None or est is None or float(est) == 0:
+            continue
+        out[i] = (float(high) - float(low)) / abs(float(est))
+    return out, refused
+
+
+# ------------------------------------------------------------------------------ charts
+
+
+def _figure_class() -> Any:
+    """matplotlib's Figure with the Agg canvas (no pyplot, no global backend switch)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ConfigError(
+            "sqlanon report draws its charts with matplotlib, which is not installed; "
+            "install it with: pip install matplotlib (or pip install 'sqlanon[dev]')"
+        ) from exc
+    return Figure
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _group_ranges_chart(session: Session, versions: list[catalog.Release], figure: Any) -> str:
+    q = session.quote_ident
+    panels = []
+    for r in versions:
+        s = q(_sensitive(r))
+        panels.append(
+            session.query(
+                f"SELECT min({s}), max({s}) FROM {q(r.table_name)} "  # noqa: S608 - quoted
+                f"GROUP BY {q('group_id')} ORDER BY 1, 2"
+            )
+        )
+    fig = figure(figsize=(10, 1.2 + 1.6 * len(versions)), layout="constrained")
+    axes = fig.subplots(len(versions), 1, sharex=True, squeeze=False)[:, 0]
+    colours = _colours(len(versions))
+    for ax, r, ranges, colour in zip(axes, versions, panels, colours, strict=True):
+        low = np.array([float(a) for a, _ in ranges])
+        high = np.array([float(b) for _, b in ranges])
+        ax.barh(np.arange(low.size), np.maximum(high - low, 0), left=low, height=0.8, color=colour)
+        ax.set_ylabel(f"v{r.version}\n{low.size} groups", rotation=0, ha="right", va="center")
+        ax.set_yticks([])
+    axes[-1].set_xlabel(_sensitive(versions[0]))
+    return _png(fig)
+
+
+def _class_sizes_chart(session: Session, versions: list[catalog.Release], figure: Any) -> str:
+    q = session.quote_ident
+    fig = figure(figsize=(10, 1.2 + 1.6 * len(versions)), layout="constrained")
+    axes = fig.subplots(len(versions), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, r, colour in zip(axes, versions, _colours(len(versions)), strict=True):
+        sizes = np.array(
+            [
+                int(n)
+                for (n,) in session.query(
+                    f"SELECT count(*) FROM {q(r.table_name)} "  # noqa: S608 - quoted
+                    f"GROUP BY {q('class_id')} ORDER BY 1 DESC"
+                )
+            ]
+        )
+        ax.bar(np.arange(sizes.size), sizes, width=0.9, color=colour)
+        ax.set_ylabel(f"v{r.version}\n{sizes.size} classes", rotation=0, ha="right", va="center")
+    axes[-1].set_xlabel("class (largest first)")
+    return _png(fig)
+
+
+def _widths_chart(versions: list[catalog.Release], widths: list[np.ndarray], figure: Any) -> str:
+    fig = figure(figsize=(10, 4), layout="constrained")
+    ax = fig.subplots()
+    x = np.array([r.version for r in versions])
+    for xi, w in zip(x, widths, strict=True):
+        w = w[np.isfinite(w)]
+        ax.scatter(np.full(w.size, xi), w, s=10, alpha=0.35, color="grey")
+    means = [float(w[np.isfinite(w)].mean()) if np.isfinite(w).any() else np.nan for w in widths]
+    ax.plot(x, means, marker="o", color="tab:blue", label="mean over the workload")
+    ax.set_xticks(x)
+    ax.set_xlabel("version")
+    ax.set_ylabel("(high - low) / |estimate|")
+    ax.legend(loc="upper right")
+    return _png(fig)
+
+
+def _colours(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    return [cmap(0.1 + 0.8 * i / max(1, n - 1)) for i in range(n)]
+
+
+# ------------------------------------------------------------------------------ HTML
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+td { white-space: nowrap; }
+th { background: #f2f2f2; }
+img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
+code { background: #f6f6f6; padding: 0 0.2em; }
+.note { color: #a33; }
+"""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return html.escape(str(value))
+
+
+def _page(
+    family: str,
+    versions: list[catalog.Release],
+    rows: list[dict[str, Any]],
+    audit_note: str,
+    spread_title: str,
+    spread_png: str,
+    width_png: str | None,
+    refused: str,
+    queries: list[Query],
+) -> str:
+    first = versions[0]
+    e = html.escape
+    params = ", ".join(
+        f"{k}={v}" for k, v in first.parameters.items() if k not in ("seeded", "source")
+    )
+    columns = list(rows[0])
+    header = "".join(f"<th>{e(c)}</th>" for c in columns)
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in columns) + "</tr>" for row in rows
+    )
+    model = "(k,e)" if first.model == "ke" else "lHD-diversity"
+    sample = versions[-1].table_name
+    shown = "\n".join(
+        f"<li><code>{e(qy.sql(sample, _sensitive(first), 'duckdb'))}</code></li>"
+        for qy in queries[:4]
+    )
+    note = f'<p class="note">{e(audit_note)}</p>' if audit_note else ""
+    if width_png is None:
+        widths = f'<p class="note">Not available: {e(refused)}.</p>'
+    else:
+        widths = (
+            '<img id="widths" alt="relative interval width per version" '
+            f'src="data:image/png;base64,{width_png}">'
+        )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>sqlanon report: {e(family)}</title>
+<style>{_STYLE}</style>
+</head>
+<body>
+<h1>Release family <code>{e(family)}</code></h1>
+<p>{e(model)} releases of <code>{e(first.source)}</code>: {e(params)}.
+{len(versions)} version(s); the newest is <code>{e(versions[-1].table_name)}</code>.</p>
+<h2>Versions</h2>
+<table id="versions">
+<thead><tr>{header}</tr></thead>
+<tbody>
+{body}
+</tbody>
+</table>
+{note}
+<p>"audit: exposed" counts the records an attacker holding every version up to that one
+can pin down (<code>sqlanon audit</code>).</p>
+<h2>{e(spread_title)}</h2>
+<img id="spread" alt="{e(spread_title)}" src="data:image/png;base64,{spread_png}">
+<h2>Interval width of a fixed query workload</h2>
+<p>{len(queries)} AVG/SUM queries of <code>{e(_sensitive(first))}</code> with predicates on
+quasi values the first version published, answered with hard intervals on each
+<code>{e(family)}_v&lt;N&gt;</code>. A point per query, the line is the mean of
+(high - low) / |estimate|. The first queries, on the newest version:</p>
+<ul>
+{shown}
+</ul>
+{widths}
+</body>
+</html>
+"""
