@@ -162,7 +162,7 @@ def build(query: Query) -> exp.Select:
         if agg.func == "count" and agg.column not in (None, plan.sensitive):
             plan.counts.setdefault(agg.column, f"m{len(plan.counts)}")
     qi_pred, s_pred = split_predicate(query.where, plan.sensitive)
-    ctes: list[tuple[str, exp.Select]] = [("sel", _sel(plan, qi_pred))]
+    ctes: list[tuple[str, exp.Query]] = [("sel", _sel(plan, qi_pred))]
     if s_pred is None:
         ctes += _exact_cells(plan)
         columns = _exact_columns(plan)
@@ -222,7 +222,7 @@ def _funcs(plan: _Plan) -> set[str]:
 # --- no predicate on S: bounds-table lookups ---------------------------------------------
 
 
-def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Select]]:
+def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Query]]:
     if not _needs_values(plan):
         return []
     funcs = _funcs(plan)
@@ -336,7 +336,7 @@ def _clamp0(e: str) -> str:
     return f"CASE WHEN {e} > 0 THEN {e} ELSE 0 END"
 
 
-def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Select]]:
+def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Query]]:
     s = plan.sensitive
     key = plan.query.release.key_column
     matches = _qualified(s_pred, "t")
@@ -383,7 +383,7 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
         .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
         .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
     )
-    ctes = [("grp", grp), ("cell", cell)]
+    ctes: list[tuple[str, exp.Query]] = [("grp", grp), ("cell", cell)]
     if not _needs_values(plan):
         return ctes
     by_group = [_col("t", key)]
@@ -439,14 +439,14 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Selec
     return ctes
 
 
-def _avg_candidates(plan: _Plan, cellv_columns: list[str]) -> list[tuple[str, exp.Select]]:
+def _avg_candidates(plan: _Plan, cellv_columns: list[str]) -> list[tuple[str, exp.Query]]:
     """AVG bounds: running ratios over each output group's forced + optional values.
 
     Returns pool/ratio CTEs and a final UNION ALL of the per-cell rows with the candidate
     ratios (other columns NULL), so the output aggregates one relation by the group key
     without a join on possibly NULL keys.
     """
-    ctes: list[tuple[str, exp.Select]] = []
+    ctes: list[tuple[str, exp.Query]] = []
     for side, rank, desc in (("lo", "r_up", False), ("hi", "r_down", True)):
         pool = (
             exp.select(
@@ -496,10 +496,7 @@ def _avg_candidates(plan: _Plan, cellv_columns: list[str]) -> list[tuple[str, ex
         ).from_(exp.alias_(_cte(f"ratio_{side}"), "r", table=True), copy=False)
         union = exp.union(union, branch, distinct=False)
     assert isinstance(union, exp.Union)
-    return [
-        *ctes,
-        ("parts", exp.select("*").from_(exp.alias_(exp.paren(union), "u", table=True), copy=False)),
-    ]
+    return [*ctes, ("parts", union)]
 
 
 def _predicate_columns(plan: _Plan) -> dict[str, dict[str, exp.Expr]]:
