@@ -33,9 +33,23 @@ Algorithms:
   no QI gives two valid parts; final partitions of up to 400 records are then re-cut by
   the greedy when that places all of them at a lower precision loss. About
   O(n * total hierarchy height * |Gamma|) plus the small greedy runs.
-- ``auto``: up to 2,000 records both, keeping the lower precision loss (the faithful
-  greedy degrades when earlier releases or several sensitive attributes constrain it);
-  above that, scalable.
+- ``refine`` (needs an earlier release sharing a sensitive attribute, else it plans all
+  records together as below): each class o of the newest such release, restricted to the
+  current records, is planned on its own with every earlier release still checked
+  (greedy alone up to 12 records, greedy and scalable up to 2,000, the lower precision
+  loss kept; scalable above); the records that release did not publish (new ones) are
+  planned together the same way. An l-diverse piece c of o has
+  ``distinct(c) ⊆ distinct(o)`` when the values are unchanged, so it meets the rule
+  against o by construction, where planning all records at once has to mix o with other
+  classes to keep l common values. Records no piece can hold (a shrunken class, a clash
+  with an older release) join the valid class whose precision loss grows least, else are
+  suppressed. Records are grouped by class with one sort; the greedy's O(m^2) only runs
+  on classes of m <= 2,000 records, so the total is at most O(2,000 * n) plus scalable's
+  near-linear cost on the larger classes.
+- ``auto``: up to 2,000 records greedy and scalable, above that scalable; with an earlier
+  release sharing a sensitive attribute, refine too. Keeps the lowest precision loss among
+  the plans within ``max_suppression``, the lower DM on a tie (the faithful greedy
+  degrades when earlier releases or several sensitive attributes constrain it).
 
 Records are suppressed only when they cannot be placed: the earlier releases already
 narrow one of their sensitive values to fewer than ``l`` candidates present in the data,
@@ -48,7 +62,7 @@ The parameter is called ``l`` as in the paper (hence the ``noqa: E741`` markers)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,7 +73,8 @@ from sqlanon.metrics import discernibility, precision_loss
 
 GREEDY_MAX_ROWS = 2000
 REFINE_MAX_ROWS = 400
-ALGORITHMS = ("auto", "greedy", "scalable")
+SMALL_PART_ROWS = 12  # parts up to this size: the greedy alone (scalable costs per call)
+ALGORITHMS = ("auto", "greedy", "scalable", "refine")
 
 
 @dataclass(frozen=True)
@@ -208,14 +223,20 @@ def plan_lhd(
     active = np.flatnonzero(problem.placeable())
     if algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
+        if problem.newest is not None:
+            names.append("refine")
     else:
         names = [algorithm]
     plans = [
         _finish(problem, _checked(problem, _ALGORITHM[name](problem, active)), name)
         for name in names
     ]
-    plan = min(plans, key=lambda p: p.precision_loss)
-    if plan.suppressed > max_suppression * problem.n:
+    allowed = [p for p in plans if p.suppressed <= max_suppression * problem.n]
+    if allowed:
+        # equal precision loss (to rounding): the finer partition (lower DM)
+        plan = min(allowed, key=lambda p: (round(p.precision_loss, 12), p.dm))
+    else:
+        plan = min(plans, key=lambda p: p.suppressed)
         raise InfeasibleError(
             f"{plan.algorithm} would suppress {plan.suppressed} of {problem.n} records "
             f"({plan.suppressed / problem.n:.1%}) > max_suppression={max_suppression}; "
@@ -302,6 +323,8 @@ class _Problem:
     # shares a sensitive attribute (a class already valid against all older releases)
     # move together when a split would cut them; None without earlier releases.
     atom: np.ndarray | None = None
+    # Refine algorithm: class ids (-1 = not published) in that same release.
+    newest: np.ndarray | None = None
 
     @classmethod
     def build(
@@ -372,6 +395,7 @@ class _Problem:
         sharing = [r for r in earlier if set(r.class_values) & set(problem.sensitive)]
         if sharing:
             ids = sharing[-1].class_of_record
+            problem.newest = ids
             problem.atom = np.where(ids >= 0, ids, ids.max(initial=0) + 1 + np.arange(n))
         return problem
 
@@ -428,6 +452,8 @@ class _Prior:
         ]
         ids = np.stack([r.class_of_record for r in relevant], axis=1)
         seen = (ids >= 0).any(axis=1)
+        if not seen.any():
+            return None  # none of the current records was published with this SA
         rows, inverse = np.unique(ids[seen], axis=0, return_inverse=True)
         signature = np.full(n, -1, dtype=np.int64)
         signature[seen] = inverse.reshape(-1)
@@ -751,7 +777,101 @@ def _refine(problem: _Problem, part: np.ndarray, levels: np.ndarray) -> list[np.
     return pieces if refined < _loss(problem, part, levels) else [part]
 
 
-_ALGORITHM = {"greedy": _greedy, "scalable": _top_down}
+def _planned_loss(problem: _Problem, idx: np.ndarray, classes: list[np.ndarray]) -> float:
+    """Precision loss (unnormalised) of ``classes`` over ``idx``; unplaced records count
+    as suppressed (every QI at the top)."""
+    placed = sum(c.size for c in classes)
+    loss = sum(_loss(problem, c, _common_levels(problem, c)) for c in classes)
+    return loss + (idx.size - placed) * len(problem.quasi)
+
+
+def _plan_part(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
+    """Valid classes over (part of) ``idx``: records that break the whole set are shed
+    first (a subset need not be valid), then greedy and scalable as ``auto`` runs them.
+    Shed or unplaced records are simply missing from the result."""
+    while idx.size:
+        failing = _failing_records(problem, idx)
+        if not failing.any():
+            break
+        idx = idx[~failing]
+    if idx.size < 2 * problem.l:
+        return [idx] if idx.size else []
+    options = [] if idx.size <= SMALL_PART_ROWS else [_top_down(problem, idx)]
+    if idx.size <= GREEDY_MAX_ROWS:
+        options.append(_greedy(problem, idx))
+    # equal loss (to rounding): the finer partition, as plan_lhd's auto does
+    return min(
+        options,
+        key=lambda cs: (round(_planned_loss(problem, idx, cs), 9), sum(c.size**2 for c in cs)),
+    )
+
+
+def _refine_earlier(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
+    """The ``refine`` algorithm (module docstring): plan every class of the newest earlier
+    release sharing a sensitive attribute on its own, the records it did not publish
+    together, then place the records left over."""
+    if problem.newest is None:
+        return _plan_part(problem, idx)
+    old = problem.newest[idx]
+    classes = _plan_part(problem, idx[old < 0])
+    covered = idx[old >= 0]
+    covered = covered[np.argsort(old[old >= 0], kind="stable")]
+    bounds = np.flatnonzero(np.diff(problem.newest[covered])) + 1
+    # inside one class of that release every record has the same atom: no atoms here
+    inner = replace(problem, atom=None)
+    for members in np.split(covered, bounds) if covered.size else []:
+        classes.extend(_plan_part(inner, np.sort(members)))
+    placed = np.zeros(problem.n, dtype=bool)
+    for c in classes:
+        placed[c] = True
+    leftovers = idx[~placed[idx]]
+    return _place_leftovers(problem, classes, leftovers)
+
+
+def _place_leftovers(
+    problem: _Problem, classes: list[np.ndarray], leftovers: np.ndarray
+) -> list[np.ndarray]:
+    """Put each leftover record into the valid class whose precision loss grows least
+    among those it keeps valid; the others stay out (suppressed). Adding a record only
+    adds values, so the class stays l-diverse and its other records keep their
+    candidates: only the newcomer's own cell rule needs checking."""
+    if not classes or leftovers.size == 0:
+        return classes
+    classes = list(classes)
+    levels = np.stack([_common_levels(problem, c) for c in classes])
+    seeds = problem.flat_codes[np.array([c[0] for c in classes], dtype=np.int64)]
+    sizes = np.array([c.size for c in classes], dtype=np.float64)
+    values = [
+        [set(codes[c].tolist()) for c in classes] if prior is not None else []
+        for codes, prior in zip(problem.sa_codes, problem.prior, strict=True)
+    ]
+
+    def accepts(k: int, r: int) -> bool:
+        for s, prior in enumerate(problem.prior):
+            if prior is None or prior.signature[r] < 0:
+                continue
+            have = values[s][k] | {int(problem.sa_codes[s][r])}
+            if len(prior.candidates[int(prior.signature[r])] & have) < problem.l:
+                return False
+        return True
+
+    for r in leftovers.tolist():
+        grown = np.maximum(levels, _lca_levels(problem, seeds, problem.flat_codes[r]))
+        growth = (sizes + 1) * (grown / problem.heights).sum(axis=1) - sizes * (
+            levels / problem.heights
+        ).sum(axis=1)
+        for k in np.argsort(growth, kind="stable").tolist():
+            if accepts(k, r):
+                classes[k] = np.append(classes[k], r)
+                levels[k], sizes[k] = grown[k], sizes[k] + 1
+                for s, per_class in enumerate(values):
+                    if per_class:
+                        per_class[k].add(int(problem.sa_codes[s][r]))
+                break
+    return [np.sort(c) for c in classes]
+
+
+_ALGORITHM = {"greedy": _greedy, "scalable": _top_down, "refine": _refine_earlier}
 
 
 def _checked(problem: _Problem, classes: list[np.ndarray]) -> list[np.ndarray]:
