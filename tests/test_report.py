@@ -229,3 +229,37 @@ def test_missing_matplotlib_is_a_clear_error(
             write_report(con, "people_ke", tmp_path / "x.html")
     finally:
         con.close()
+
+
+@pytest.mark.postgres
+def test_report_over_postgres(
+    pg_url: str, pg_db: str, pg_python_root: Path, tmp_path: Path
+) -> None:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    url = pg_url.rsplit("/", 1)[0] + "/" + conninfo_to_dict(pg_db)["dbname"]
+    done = cli("install-postgres", url, "--python-root", str(pg_python_root))
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE people (id integer, age integer, sex text, salary integer)")
+    release = ["release-ke", "--db", url, "people", "people_ke", "--key", "id"]
+    release += ["--sensitive", "salary", "--quasi", "age", "sex", "--k", "3", "--e", "10"]
+    for first, count in ((1, 60), (61, 40)):
+        with psycopg.connect(pg_db, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO people SELECT i, 20 + mod(i * 7, 50), CASE mod(i, 3) WHEN 0 "
+                "THEN 'F' ELSE 'M' END, mod(i * 37, 60) * 10 "
+                "FROM generate_series(%s::int, %s::int) AS i",
+                [first, first + count - 1],
+            )
+        summary, lines = released(*release)
+        assert lines[0] == f"sqlanon: rows read: {first + count - 1}"
+    out = tmp_path / "pg.html"
+    done = cli("report", "--db", url, "people_ke", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = out.read_text(encoding="utf-8")
+    rows = version_rows(page)
+    assert [r[0] for r in rows] == ["1", "2"] and rows[1][2] == "100"
+    assert all(r[-2] == "30/30" for r in rows) and [r[-3] for r in rows] == ["0", "0"]
+    assert sorted(images(page)) == ["spread", "widths"]
