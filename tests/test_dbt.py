@@ -3,28 +3,35 @@
 The end-to-end test runs the real ``dbt`` of this environment on a temporary copy of
 ``examples/dbt`` and a temporary DuckDB file. dbt starts slowly, so it is invoked twice
 only: the first run publishes version 1 and fails two badly configured models, the
-second (after rows arrived) publishes version 2.
+second (after rows arrived) publishes version 2. The same goes for PostgreSQL
+(``--target postgres``) on a fresh database of the test server with sqlanon installed.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 import sqlanon
 from sqlanon.dbt import Plugin, package_dir
+from sqlanon.pg_install import install_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "dbt"
 ADULT_CSV = ROOT / "sqlanon" / "data" / "adult_capital_loss.csv"
 FIRST_HALF = 714  # of the 1,427 bundled rows
+PG_INT_COLUMNS = {"id", "age", "education_num", "capital_gain", "capital_loss", "hours_per_week"}
 
 BAD_MODELS = {
     "adult_k1": (
@@ -37,7 +44,7 @@ BAD_MODELS = {
         "{{ config(materialized='sqlanon_release', model='ke', key='id', "
         "sensitive='capital_loss', quasi=['age', 'zipcode'], k=5, e=20) }}\n"
         "select * from {{ ref('stg_adult') }}\n",
-        "quasi column 'zipcode' is not in main.adult_nocol__source",
+        "quasi column 'zipcode' is not in {schema}.adult_nocol__source",
     ),
 }
 
@@ -78,13 +85,14 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _dbt(project: Path, database: Path, *args: str) -> tuple[int, dict[str, dict]]:
-    """Run dbt in ``project``; its exit code and ``{model name: run result}``."""
+def _dbt(project: Path, settings: dict[str, str], *args: str) -> tuple[int, dict[str, dict]]:
+    """Run dbt in ``project`` with the environment ``settings`` (the profile's
+    connection); its exit code and ``{model name: run result}``."""
     env = {
         **os.environ,
         # the checkout under test, whatever sqlanon the environment may also have
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "SQLANON_DUCKDB": str(database),
+        **settings,
         "DBT_PROFILES_DIR": str(project),
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "DO_NOT_TRACK": "1",
@@ -121,13 +129,13 @@ def test_dbt_run_publishes_one_version_per_run(tmp_path: Path) -> None:
     )
     con.close()  # dbt needs the file to itself
 
-    code, results = _dbt(project, database, "run")
+    code, results = _dbt(project, {"SQLANON_DUCKDB": str(database)}, "run")
     assert code == 1  # the two bad models fail; the others are built
     for name in ("stg_adult", "adult_ke", "adult_ke_by_education"):
         assert results[name]["status"] == "success", results[name]["message"]
     for name, (_, message) in BAD_MODELS.items():
         assert results[name]["status"] == "error"
-        assert message in results[name]["message"]
+        assert message.format(schema="main") in results[name]["message"]
 
     con = duckdb.connect(str(database))
     relations = _relations(con)
@@ -143,7 +151,7 @@ def test_dbt_run_publishes_one_version_per_run(tmp_path: Path) -> None:
     )
     con.close()
 
-    code, results = _dbt(project, database, "run", "--select", "adult_ke+")
+    code, results = _dbt(project, {"SQLANON_DUCKDB": str(database)}, "run", "--select", "adult_ke+")
     assert code == 0, {name: r["message"] for name, r in results.items()}
     assert set(results) == {"adult_ke", "adult_ke_by_education"}
 
@@ -174,3 +182,103 @@ def test_dbt_run_publishes_one_version_per_run(tmp_path: Path) -> None:
         assert all(a["exposed"] == 0 for a in audit)
     finally:
         con.close()
+
+
+def _pg_settings(url: str) -> dict[str, str]:
+    """The PG* variables the example's ``postgres`` target reads, for ``url``."""
+    info = conninfo_to_dict(url)
+    return {
+        "PGHOST": str(info.get("host") or "localhost"),
+        "PGPORT": str(info.get("port") or 5432),
+        "PGUSER": str(info.get("user") or os.environ.get("USER", "postgres")),
+        "PGPASSWORD": str(info.get("password") or ""),
+        "PGDATABASE": str(info["dbname"]),
+    }
+
+
+def _pg_adult(conn: Any, rows: list[list[str]], header: list[str] | None = None) -> None:
+    """Create (with ``header``) or append to the source table ``public.adult``."""
+    if header is not None:
+        spec = ", ".join(f"{h} {'integer' if h in PG_INT_COLUMNS else 'text'}" for h in header)
+        conn.execute(f"CREATE TABLE public.adult ({spec})")
+    with conn.cursor().copy("COPY public.adult FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+@pytest.mark.postgres
+def test_dbt_run_publishes_one_version_per_run_on_postgres(
+    tmp_path: Path, pg_db: str, pg_python_root: Path
+) -> None:
+    install_postgres(pg_db, python_root=pg_python_root)
+    with ADULT_CSV.open() as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = list(reader)
+    assert len(rows) == 1427
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        _pg_adult(conn, rows[:FIRST_HALF], header)
+
+    project = _project(tmp_path)
+    settings = _pg_settings(pg_db)
+    code, results = _dbt(project, settings, "run", "--target", "postgres")
+    assert code == 1  # the two bad models fail; the others are built
+    for name in ("stg_adult", "adult_ke", "adult_ke_by_education"):
+        assert results[name]["status"] == "success", results[name]["message"]
+    for name, (_, message) in BAD_MODELS.items():
+        assert results[name]["status"] == "error"
+        assert message.format(schema="public") in results[name]["message"]
+
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        relations = _pg_relations(conn)
+        for name in BAD_MODELS:
+            assert not {name, f"{name}_v1", f"{name}__source"} & relations
+        assert conn.execute("SELECT family, version FROM sqlanon.releases").fetchall() == [
+            ("adult_ke", 1)
+        ]
+        assert conn.execute("SELECT DISTINCT family FROM sqlanon.members").fetchall() == [
+            ("adult_ke",)
+        ]
+        _pg_adult(conn, rows[FIRST_HALF:])
+
+    code, results = _dbt(project, settings, "run", "--target", "postgres", "--select", "adult_ke+")
+    assert code == 0, {name: r["message"] for name, r in results.items()}
+    assert set(results) == {"adult_ke", "adult_ke_by_education"}
+
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        releases = conn.execute(
+            "SELECT version, table_name, source, rows_published, held_back, source_rows "
+            "FROM sqlanon.releases WHERE family = 'adult_ke' ORDER BY version"
+        ).fetchall()
+        assert [r[:3] for r in releases] == [
+            (1, "adult_ke_v1", "public.adult_ke__source"),
+            (2, "adult_ke_v2", "public.adult_ke__source"),
+        ]
+        assert releases[0][5] == FIRST_HALF and releases[1][5] == 1427
+        assert conn.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0] == 2
+        assert {"adult_ke", "adult_ke_v1", "adult_ke_v2"} <= _pg_relations(conn)
+        published = releases[1][3]
+        assert published + releases[1][4] == 1427
+        assert conn.execute("SELECT count(*) FROM public.adult_ke").fetchone()[0] == published
+        assert (
+            conn.execute("SELECT sum(people) FROM public.adult_ke_by_education").fetchone()[0]
+            == published
+        )
+        columns = [
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                "'public' AND table_name = 'adult_ke_v2' ORDER BY ordinal_position"
+            ).fetchall()
+        ]
+        assert columns == ["age", "sex", "education", "group_id", "capital_loss"]
+        audit = conn.execute("SELECT sqlanon.audit('adult_ke')").fetchone()[0]  # jsonb
+        assert [a["version"] for a in audit] == [1, 2]
+        assert all(a["exposed"] == 0 for a in audit)
+
+
+def _pg_relations(conn: Any) -> set[str]:
+    rows = conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    ).fetchall()
+    return {r[0] for r in rows}
