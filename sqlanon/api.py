@@ -146,7 +146,43 @@ def release_catalog(session: Session) -> dict[str, Any]:
             "FROM sqlanon.releases ORDER BY family, version"
         )
     rows = session.query(sql)
-    return catalog_from_rows(rows)
+    domains = None if session.dialect == "postgres" else _lhd_domains(session, rows)
+    return catalog_from_rows(rows, domains)
+
+
+def _lhd_domains(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """Per lHD release table, per quasi column: what its published labels may stand for,
+    from the public hierarchies of the release's source (``sqlanon.hierarchies``; for a
+    widths hierarchy, the distinct labels read from the release table itself)."""
+    import json
+
+    from sqlanon.release_lhd import attribute_name
+    from sqlanon.rewrite.catalog import label_domain
+
+    lhd = [(r[2], json.loads(r[4])) for r in rows if r[3] == "lhd"]
+    if not lhd:
+        return {}
+    by_attribute: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
+    for dataset, attribute, value, level, label in session.query(
+        "SELECT dataset, attribute, value, level, label FROM sqlanon.hierarchies"
+    ):
+        key = (str(dataset), attribute_name(str(attribute)))
+        by_attribute.setdefault(key, []).append((value, level, label))
+    q = session.quote_ident
+    domains: dict[str, Any] = {}
+    for table, params in lhd:
+        dataset = str(params.get("source", "")).rsplit(".", 1)[-1]
+        quasi = params.get("quasi") or []
+        per_column = {}
+        for column in [quasi] if isinstance(quasi, str) else quasi:
+            found = by_attribute.get((dataset, attribute_name(column)))
+            if found:
+                per_column[column] = label_domain(found)
+            else:
+                labels = session.query(f"SELECT DISTINCT {q(column)} FROM {q(table)}")  # noqa: S608
+                per_column[column] = label_domain(published=[r[0] for r in labels])
+        domains[table] = per_column
+    return domains
 
 
 def rewrite(sql: str, catalog: Any, dialect: str = "duckdb") -> str:

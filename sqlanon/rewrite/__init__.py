@@ -18,16 +18,17 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
-from sqlanon.rewrite import ke
+from sqlanon.rewrite import ke, lhd
 from sqlanon.rewrite.analyze import analyze
 from sqlanon.rewrite.catalog import (
     BOUNDS_SCHEMA,
     Catalog,
+    LabelDomain,
     ReleaseInfo,
     catalog_from_rows,
 )
 
-__all__ = ["Catalog", "ReleaseInfo", "catalog_from_rows", "rewrite"]
+__all__ = ["Catalog", "LabelDomain", "ReleaseInfo", "catalog_from_rows", "rewrite"]
 
 
 def rewrite(sql: str, catalog: Catalog, dialect: str = "duckdb") -> str:
@@ -38,12 +39,7 @@ def rewrite(sql: str, catalog: Catalog, dialect: str = "duckdb") -> str:
     answered soundly (joins, subqueries, HAVING, tables other than releases...).
     """
     query = analyze(sql, catalog, dialect)
-    if query.release.model != "ke":
-        raise UnsupportedQueryError(
-            f"release {query.release.table!r} is an lHD release; interval answers over "
-            "lHD releases are not available yet"
-        )
-    tree = ke.build(query)
+    tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
     _check_reads(tree, query.release)
     return tree.sql(dialect=dialect)
 

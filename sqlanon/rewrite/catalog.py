@@ -20,8 +20,9 @@ view, so the answer cannot mix two versions if a release lands while it runs.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlanon.errors import ConfigError
@@ -35,13 +36,29 @@ _KEY_COLUMN: dict[str, str] = {"ke": "group_id", "lhd": "class_id"}
 
 
 @dataclass(frozen=True)
+class LabelDomain:
+    """What each published label of one lHD quasi column may stand for.
+
+    ``leaves[label]`` is the set of raw values (as text) under the label in an ARX
+    hierarchy; ``intervals[label]`` is ``(low, high)`` for a numeric widths hierarchy:
+    ``[low, high)``, ``low == high`` for a raw number, ``(-inf, inf)`` for ``*``. Labels
+    in neither are treated as unknown (a predicate on them may or may not hold).
+    Hierarchies are public generalization metadata, so analysts may see all of this.
+    """
+
+    leaves: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ReleaseInfo:
     """One release version as the rewriter sees it.
 
     ``table`` is the release table (unqualified, found through the search path);
     ``bounds_table`` is the name of the (k,e) bounds table inside schema ``sqlanon``
     (``None`` for lHD releases). ``quasi`` and ``sensitive`` are the published column
-    names, spelled as in the database.
+    names, spelled as in the database. ``domains`` (lHD only) maps each quasi column to
+    its :class:`LabelDomain`; without it lHD queries are refused.
     """
 
     family: str
@@ -51,6 +68,7 @@ class ReleaseInfo:
     quasi: tuple[str, ...]
     sensitive: tuple[str, ...]
     bounds_table: str | None = None
+    domains: Mapping[str, LabelDomain] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.model not in _KEY_COLUMN:
@@ -85,13 +103,19 @@ def _names(value: Any, what: str, table: str) -> tuple[str, ...]:
     raise ConfigError(f"release {table!r}: parameters.{what} must be a list of column names")
 
 
-def catalog_from_rows(rows: Iterable[Sequence[Any]]) -> dict[str, ReleaseInfo]:
+def catalog_from_rows(
+    rows: Iterable[Sequence[Any]],
+    domains: Mapping[str, Mapping[str, LabelDomain]] | None = None,
+) -> dict[str, ReleaseInfo]:
     """Build the rewriter's catalog from rows of ``sqlanon.releases``.
 
     Each row is ``(family, version, table_name, model, parameters)``; ``parameters`` is the
     JSON text (or an already decoded dict) holding ``"quasi"`` and ``"sensitive"``, each a
     list of column names (a single name is accepted for ``"sensitive"``). The bounds table
     of a (k,e) release is ``sqlanon."<table_name>_bounds"``.
+
+    ``domains`` maps an lHD release's table name to its quasi columns' label domains
+    (see :func:`label_domain`).
 
     Returns a dict keyed by every versioned table name and by every family name (mapped
     to its newest version).
@@ -113,6 +137,7 @@ def catalog_from_rows(rows: Iterable[Sequence[Any]]) -> dict[str, ReleaseInfo]:
             quasi=_names(params["quasi"], "quasi", table_name),
             sensitive=_names(params["sensitive"], "sensitive", table_name),
             bounds_table=f"{table_name}_bounds" if model == "ke" else None,
+            domains=(domains or {}).get(str(table_name)) if model == "lhd" else None,
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:
@@ -132,3 +157,44 @@ def lookup(catalog: Catalog, name: str) -> ReleaseInfo | None:
     if len({id(info) for info in folded}) == 1:
         return folded[0]
     return None
+
+
+def _interval(label: str) -> tuple[float, float] | None:
+    """``[a, b)`` -> (a, b); ``*`` -> (-inf, inf); a number -> (x, x); else None."""
+    text = label.strip()
+    if text == "*":
+        return (-math.inf, math.inf)
+    if text.startswith("[") and text.endswith(")") and "," in text:
+        low, high = text[1:-1].split(",", 1)
+        try:
+            return (float(low), float(high))
+        except ValueError:
+            return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return (value, value) if math.isfinite(value) else None
+
+
+def label_domain(
+    hierarchy_rows: Iterable[Sequence[Any]] = (), published: Iterable[str] = ()
+) -> LabelDomain:
+    """The :class:`LabelDomain` of one quasi column.
+
+    ``hierarchy_rows`` are ``(value, level, label)`` rows of an ARX hierarchy (from
+    ``sqlanon.hierarchies``); without them the column has a numeric widths hierarchy and
+    the ``published`` labels are parsed as intervals. A label text found at several
+    levels stands for the union of its leaves (a superset keeps the bounds sound).
+    """
+    leaves: dict[str, set[str]] = {}
+    for value, _level, label in hierarchy_rows:
+        leaves.setdefault(str(label), set()).add(str(value))
+    if leaves:
+        return LabelDomain(leaves={k: frozenset(v) for k, v in leaves.items()})
+    intervals = {}
+    for label in published:
+        parsed = _interval(str(label))
+        if parsed is not None:
+            intervals[str(label)] = parsed
+    return LabelDomain(intervals=intervals)

@@ -1,0 +1,329 @@
+"""Interval answers over lHD releases, on real DuckDB.
+
+Soundness: lHD releases of the bundled Adult data (ARX age hierarchy on one source,
+numeric widths on a copy); the truth is the query over the published records (source
+joined to ``sqlanon.members`` status 'published', grouped by the published label of a
+GROUP BY column). Tightness: a tiny hand-made release, enumerating every raw value
+consistent with each label.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon.backends.duckdb import DuckDBSession
+from sqlanon.demo import load_adult
+from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewrite import LabelDomain, ReleaseInfo, rewrite
+from tests.test_rewrite_support import fetch
+
+HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
+EPS = 1e-6
+FUNCS = ("count", "sum", "avg", "min", "max")
+
+
+@pytest.fixture(scope="module")
+def adult(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp("hierarchies")
+    for f in HIERARCHIES.glob("adult_hierarchy_*.csv"):
+        (folder / f.name.replace("adult_", "adult_w_", 1)).write_text(f.read_text())
+    con = duckdb.connect()
+    sqlanon.install(con)
+    load_adult(con, "adult")
+    con.execute("CREATE TABLE adult_w AS SELECT * FROM adult")
+    con.execute(f"SELECT sqlanon_load_hierarchies('adult', '{HIERARCHIES}')")
+    con.execute(f"SELECT sqlanon_load_hierarchies('adult_w', '{folder}')")
+    con.execute("SELECT sqlanon_hierarchy_widths('adult_w', 'age', [5, 10, 20])")
+    common = {"key": "id", "l": 3, "seed": 1}
+    sqlanon.release_lhd(
+        con, "adult", "ams", quasi=["age", "marital_status", "sex"],
+        sensitive=["capital_loss", "hours_per_week"], **common,
+    )  # fmt: skip
+    sqlanon.release_lhd(
+        con, "adult_w", "wes", quasi=["age", "education", "sex"],
+        sensitive=["capital_loss", "hours_per_week"], **common,
+    )  # fmt: skip
+    for family, source, quasi in (
+        ("ams", "adult", ["age", "marital_status", "sex"]),
+        ("wes", "adult_w", ["age", "education", "sex"]),
+    ):
+        labels = ", ".join(f"r.{c} AS {c}_label" for c in quasi)
+        con.execute(
+            f"CREATE TABLE truth_{family} AS SELECT s.*, {labels} FROM {source} s "  # noqa: S608
+            "JOIN sqlanon.members m ON m.record_key = CAST(s.id AS VARCHAR) "
+            f"AND m.family = '{family}' AND m.version = 1 AND m.status = 'published' "
+            f"JOIN (SELECT DISTINCT class_id, {', '.join(quasi)} FROM {family}_v1) r "
+            "ON r.class_id = m.group_id"
+        )
+        published = con.execute(f"SELECT count(*) FROM {family}_v1").fetchone()[0]  # noqa: S608
+        assert con.execute(f"SELECT count(*) FROM truth_{family}").fetchone()[0] == published  # noqa: S608
+    session = DuckDBSession(con)
+    try:
+        catalog = sqlanon.api.release_catalog(session)
+    finally:
+        session.close()
+    yield con, catalog
+    con.close()
+
+
+def query_pair(family: str, where: str, group: str | None, aggs: list[str]) -> tuple[str, str]:
+    """The analyst's query and the same query on the published records' raw values."""
+    select = ", ".join(f"{a}({'*' if a == 'count' else 'capital_loss'}) AS {a}_x" for a in aggs)
+    cond = f" WHERE {where}" if where else ""
+    if group is None:
+        return (
+            f"SELECT {select} FROM {family}{cond}",
+            f"SELECT {select} FROM truth_{family}{cond}",
+        )
+    return (
+        f"SELECT {group}, {select} FROM {family}{cond} GROUP BY {group}",
+        f"SELECT {group}_label AS {group}, {select} FROM truth_{family}{cond} "
+        f"GROUP BY {group}_label",
+    )
+
+
+def check(out: list[dict], truth: list[dict], aggs: list[str], group: str | None, sql: str) -> None:
+    key = (lambda r: r[group]) if group else (lambda r: None)
+    out_by = {key(r): r for r in out}
+    assert len(out_by) == len(out), sql
+    truth_by = {key(r): r for r in truth}
+    assert set(truth_by) <= set(out_by), (sql, truth_by.keys(), out_by.keys())
+    for k, row in out_by.items():
+        for a in aggs:
+            value = truth_by[k][f"{a}_x"] if k in truth_by else None
+            low, high, est = row[f"{a}_x_low"], row[f"{a}_x_high"], row[f"{a}_x_est"]
+            if a in ("count", "sum"):
+                value = value or 0
+            if value is None:
+                continue
+            if a == "sum" and low is None:
+                assert value == 0, (sql, k, row)
+                continue
+            assert low is not None and high is not None, (sql, k, a, row)
+            assert low - EPS <= value <= high + EPS, (sql, k, a, value, row)
+            assert est is not None and low - EPS <= est <= high + EPS, (sql, k, a, est, row)
+
+
+WHERES = [
+    None,
+    "age = 37",
+    "age IN (25, 26, 41, 90)",
+    "age > 40",
+    "age <= 29",
+    "age BETWEEN 30 AND 44",
+    "NOT age BETWEEN 30 AND 44",
+    "sex = 'Female'",
+    "marital_status = 'Divorced' OR marital_status = 'Widowed'",
+    "education IN ('Bachelors', 'Masters')",
+    "age < 50 AND sex = 'Male'",
+    "NOT (age >= 35 AND sex <> 'Male') OR age = 60",
+    "age > 30 AND capital_loss > 1900",
+    "education LIKE '%th'",
+    "age >= 18.5 AND age < 19.5",
+]
+
+
+@pytest.mark.parametrize("group", [None, "sex"])
+@pytest.mark.parametrize("where", WHERES)
+@pytest.mark.parametrize("family", ["ams", "wes"])
+def test_adult_intervals_contain_the_truth(
+    adult: Any, family: str, where: str | None, group: str | None
+) -> None:
+    con, catalog = adult
+    columns = {"ams": {"marital_status"}, "wes": {"education"}}
+    if where and ({"marital_status", "education"} - columns[family]) & set(where.split()):
+        pytest.skip("column not in this release")
+    sql, truth_sql = query_pair(family, where or "", group, list(FUNCS))
+    out = fetch(con, rewrite(sql, catalog, "duckdb"))
+    check(out, fetch(con, truth_sql), list(FUNCS), group, sql)
+
+
+def test_no_where_counts_exactly(adult: Any) -> None:
+    con, catalog = adult
+    out = fetch(con, rewrite("SELECT COUNT(*) AS n FROM ams", catalog))
+    true = con.execute("SELECT count(*) FROM ams_v1").fetchone()[0]
+    assert out[0]["n"] == out[0]["n_low"] == out[0]["n_high"] == true
+
+
+def test_widths_labels_are_intervals(adult: Any) -> None:
+    con, catalog = adult
+    domain = catalog["wes"].domains["age"]
+    assert domain.intervals and not domain.leaves
+    assert all(lo <= hi for lo, hi in domain.intervals.values())
+    rows = (HIERARCHIES / "adult_hierarchy_age.csv").read_text().splitlines()
+    under = {r.split(";")[0] for r in rows if ";30-34;" in r}
+    assert catalog["ams"].domains["age"].leaves["30-34"] == under
+
+
+# --- random predicates ----------------------------------------------------------------
+
+
+@st.composite
+def atom(draw: Any, family: str) -> str:
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
+        return f"age {op} {draw(st.integers(15, 95))}"
+    if kind == 1:
+        lo = draw(st.integers(15, 90))
+        return f"age BETWEEN {lo} AND {lo + draw(st.integers(0, 25))}"
+    if kind == 2:
+        values = draw(st.lists(st.integers(17, 90), min_size=1, max_size=4))
+        return f"age IN ({', '.join(map(str, values))})"
+    if kind == 3:
+        return f"sex = '{draw(st.sampled_from(['Male', 'Female']))}'"
+    if family == "ams":
+        choices = ["Divorced", "Never-married", "Married-civ-spouse", "Widowed"]
+        return f"marital_status = '{draw(st.sampled_from(choices))}'"
+    choices = ["Bachelors", "HS-grad", "Masters", "Some-college", "9th"]
+    return f"education = '{draw(st.sampled_from(choices))}'"
+
+
+@st.composite
+def predicate(draw: Any, family: str, depth: int = 2) -> str:
+    if depth == 0 or draw(st.booleans()):
+        return draw(atom(family))
+    kind = draw(st.sampled_from(["AND", "OR", "NOT"]))
+    if kind == "NOT":
+        return f"NOT ({draw(predicate(family, depth - 1))})"
+    left, right = draw(predicate(family, depth - 1)), draw(predicate(family, depth - 1))
+    return f"({left}) {kind} ({right})"
+
+
+@st.composite
+def random_query(draw: Any) -> tuple[str, str, str | None, list[str]]:
+    family = draw(st.sampled_from(["ams", "wes"]))
+    where = draw(predicate(family))
+    group = draw(st.sampled_from([None, "sex"]))
+    aggs = draw(st.lists(st.sampled_from(FUNCS), min_size=1, max_size=5, unique=True))
+    return family, where, group, aggs
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(random_query())
+def test_random_predicates_contain_the_truth(adult: Any, q: Any) -> None:
+    con, catalog = adult
+    family, where, group, aggs = q
+    sql, truth_sql = query_pair(family, where, group, aggs)
+    out = fetch(con, rewrite(sql, catalog, "duckdb"))
+    check(out, fetch(con, truth_sql), aggs, group, sql)
+
+
+# --- tightness on a tiny release --------------------------------------------------------
+
+TINY_DOMAINS = {
+    "a": LabelDomain(
+        leaves={
+            **{str(i): frozenset({str(i)}) for i in range(1, 5)},
+            "1-2": frozenset({"1", "2"}),
+            "3-4": frozenset({"3", "4"}),
+            "*": frozenset({"1", "2", "3", "4"}),
+        }
+    ),
+    "c": LabelDomain(
+        leaves={
+            "r": frozenset({"r"}),
+            "g": frozenset({"g"}),
+            "rg": frozenset({"r", "g"}),
+            "*": frozenset({"r", "g", "b"}),
+        }
+    ),  # fmt: skip
+}
+TINY_ROWS = [("1-2", "rg", 5), ("*", "r", -2), ("3-4", "*", 7), ("2", "*", 1), ("*", "rg", 3)]
+# One component per column (as the tightness argument needs), each with its Python twin.
+TINY_PREDICATES: list[tuple[str, Callable[[int, str], bool]]] = [
+    ("a >= 2", lambda a, c: a >= 2),
+    ("a IN (1, 4)", lambda a, c: a in (1, 4)),
+    ("NOT a BETWEEN 2 AND 3", lambda a, c: not 2 <= a <= 3),
+    ("c = 'r'", lambda a, c: c == "r"),
+    ("a > 2 AND c <> 'b'", lambda a, c: a > 2 and c != "b"),
+    ("a = 1 OR c = 'g'", lambda a, c: a == 1 or c == "g"),
+    ("NOT (a < 3 AND c IN ('r', 'b'))", lambda a, c: not (a < 3 and c in ("r", "b"))),
+]
+
+
+def _world_answers(pred: Callable[[int, str], bool]) -> list[dict[str, Any]]:
+    choices = []
+    for a_label, c_label, s in TINY_ROWS:
+        a_vals = sorted(int(v) for v in TINY_DOMAINS["a"].leaves[a_label])
+        c_vals = sorted(TINY_DOMAINS["c"].leaves[c_label])
+        choices.append([(a, c, s) for a in a_vals for c in c_vals])
+    answers = []
+    for world in itertools.product(*choices):
+        chosen = [s for a, c, s in world if pred(a, c)]
+        answers.append(
+            {
+                "count": len(chosen),
+                "sum": sum(chosen) if chosen else None,
+                "avg": sum(chosen) / len(chosen) if chosen else None,
+                "min": min(chosen) if chosen else None,
+                "max": max(chosen) if chosen else None,
+            }
+        )
+    return answers
+
+
+@pytest.mark.parametrize("where,pred", TINY_PREDICATES)
+def test_tiny_release_intervals_are_tight(where: str, pred: Callable[[int, str], bool]) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE tiny_v1 (a VARCHAR, c VARCHAR, s INTEGER, class_id INTEGER)")
+    con.executemany(
+        "INSERT INTO tiny_v1 VALUES (?, ?, ?, ?)", [(*r, i) for i, r in enumerate(TINY_ROWS)]
+    )
+    info = ReleaseInfo("tiny", 1, "tiny_v1", "lhd", ("a", "c"), ("s",), domains=TINY_DOMAINS)
+    select = ", ".join(f"{f}({'*' if f == 'count' else 's'}) AS {f}_x" for f in FUNCS)
+    sql = f"SELECT {select} FROM tiny WHERE {where}"
+    row = fetch(con, rewrite(sql, {"tiny": info}))[0]
+    worlds = _world_answers(pred)
+    for f in FUNCS:
+        values = [w[f] for w in worlds if w[f] is not None]
+        if f == "sum":
+            values = [w[f] or 0 for w in worlds]
+        low, high = row[f"{f}_x_low"], row[f"{f}_x_high"]
+        if not values:
+            assert low is None and high is None, (where, f, row)
+            continue
+        assert math.isclose(low, min(values)) and math.isclose(high, max(values)), (
+            where, f, row, min(values), max(values),
+        )  # fmt: skip
+        assert low - EPS <= row[f"{f}_x_est"] <= high + EPS
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sql,match",
+    [
+        ("SELECT COUNT(*) FROM adult", "not a release"),
+        ("SELECT COUNT(*) FROM sqlanon.members", "not a release"),
+        ("SELECT COUNT(*) FROM ams WHERE age = sex", "several columns"),
+        ("SELECT COUNT(*) FROM ams WHERE age + 1 > 3", "Add"),
+        ("SELECT COUNT(*) FROM ams WHERE age > 30 OR age = capital_loss", "several columns"),
+        ("SELECT COUNT(*) FROM ams WHERE age = NULL", "IS NULL"),
+    ],
+)
+def test_refusals(adult: Any, sql: str, match: str) -> None:
+    _, catalog = adult
+    with pytest.raises(UnsupportedQueryError, match=match):
+        rewrite(sql, catalog)
+
+
+def test_lhd_without_hierarchies_is_refused() -> None:
+    info = ReleaseInfo("p", 1, "p_v1", "lhd", ("age",), ("salary",))
+    with pytest.raises(UnsupportedQueryError, match="hierarchies"):
+        rewrite("SELECT COUNT(*) FROM p", {"p": info})
