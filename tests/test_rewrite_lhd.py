@@ -133,16 +133,21 @@ WHERES = [
 ]
 
 
+# Each family publishes one of marital_status / education: queries naming the other are left out.
+CASES = [
+    (family, where)
+    for family, absent in (("ams", "education"), ("wes", "marital_status"))
+    for where in WHERES
+    if not (where and absent in where)
+]
+
+
 @pytest.mark.parametrize("group", [None, "sex"])
-@pytest.mark.parametrize("where", WHERES)
-@pytest.mark.parametrize("family", ["ams", "wes"])
+@pytest.mark.parametrize("family,where", CASES)
 def test_adult_intervals_contain_the_truth(
     adult: Any, family: str, where: str | None, group: str | None
 ) -> None:
     con, catalog = adult
-    columns = {"ams": {"marital_status"}, "wes": {"education"}}
-    if where and ({"marital_status", "education"} - columns[family]) & set(where.split()):
-        pytest.skip("column not in this release")
     sql, truth_sql = query_pair(family, where or "", group, list(FUNCS))
     out = fetch(con, rewrite(sql, catalog, "duckdb"))
     check(out, fetch(con, truth_sql), list(FUNCS), group, sql)
