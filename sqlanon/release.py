@@ -388,20 +388,34 @@ def release_ke(
             progress("groups built", int(plan.groups))
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
         join_keys, key_type = _join_keys(keys, src.columns[key])
+        # Exact integer values travel with the assignment; others are read back from the
+        # source record they belong to, in the column's own type.
+        exact = _exact_integers(src.columns[sensitive], values)
+        donated = (
+            {"s": values[donor[chosen]].astype(np.int64)}
+            if exact
+            else {"s_key": join_keys[donor[chosen]]}
+        )
         session.load_temp(
             "_sqlanon_assign",
             {
                 "record_key": join_keys[chosen],
-                "s_key": join_keys[donor[chosen]],
+                **donated,
                 "group_id": plan.group[chosen],
                 "ord": random_order(int(chosen.sum()), seed),
             },
-            {"record_key": key_type, "s_key": key_type, "group_id": "INTEGER", "ord": "BIGINT"},
+            {
+                "record_key": key_type,
+                "s": src.columns[sensitive],
+                "s_key": key_type,
+                "group_id": "INTEGER",
+                "ord": "BIGINT",
+            },
         )
         session.execute(
             _sql(
                 session,
-                "ke_write_release",
+                "ke_write_release_values" if exact else "ke_write_release",
                 release=q(table),
                 quasi_q=_idents(session, quasi, "q"),
                 sensitive=q(sensitive),
@@ -485,6 +499,11 @@ def _join_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str]:
     return keys, key_type
 
 
+def _exact_integers(sensitive_type: str, values: np.ndarray) -> bool:
+    """Integer values whose sums stay below 2**53: exact in float64 all the way."""
+    return bool(_INTEGER.search(sensitive_type.lower())) and float(np.abs(values).sum()) < 2.0**53
+
+
 def _write_bounds(
     session: Session,
     bounds: str,
@@ -501,8 +520,7 @@ def _write_bounds(
     anything else (DECIMAL, floats, huge integers) goes through SQL in the column's own
     arithmetic so the bounds match the database's SUM exactly.
     """
-    exact = _INTEGER.search(sensitive_type.lower()) and np.abs(values).sum() < 2.0**53
-    if not exact:
+    if not _exact_integers(sensitive_type, values):
         session.execute(
             _sql(session, "ke_write_bounds", bounds=bounds, release=release, sensitive=sensitive)
         )

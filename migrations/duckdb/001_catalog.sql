@@ -25,5 +25,5 @@ CREATE TABLE IF NOT EXISTS sqlanon.members (
     group_id   INTEGER,
     cell_id    BIGINT,
     status     VARCHAR NOT NULL CHECK (status IN ('published', 'held_back', 'suppressed')),
-    row_hash   VARCHAR NOT NULL
+    row_hash   UBIGINT NOT NULL  -- hash() of the published columns: detects changed rows
 );

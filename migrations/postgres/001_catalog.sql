@@ -26,6 +26,6 @@ CREATE TABLE sqlanon.members (
     group_id   integer,
     cell_id    bigint,
     status     text NOT NULL CHECK (status IN ('published', 'held_back', 'suppressed')),
-    row_hash   text NOT NULL
+    row_hash   bigint NOT NULL  -- first 64 bits of md5 of the published columns
 );
 CREATE INDEX members_family_version ON sqlanon.members (family, version, record_key);

@@ -4,7 +4,7 @@
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        coalesce(m.cell_id, -1) AS prev_cell,
        coalesce(m.status = 'published', false) AS published_before,
-       coalesce(m.row_hash <> CAST(hash({hashed}) AS VARCHAR), false) AS changed,
+       coalesce(m.row_hash <> hash({hashed}), false) AS changed,
        {columns}
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m

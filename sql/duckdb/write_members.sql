@@ -4,6 +4,6 @@ SELECT $1, $2, CAST(src.{key} AS VARCHAR),
        CASE WHEN a.status = 0 THEN a.group_id END,
        CASE WHEN a.status = 0 THEN a.cell_id END,
        CASE a.status WHEN 0 THEN 'published' WHEN 1 THEN 'held_back' ELSE 'suppressed' END,
-       CAST(hash({hashed}) AS VARCHAR)
+       hash({hashed})
 FROM _sqlanon_members AS a
 JOIN {source} AS src ON src.{key} = a.record_key

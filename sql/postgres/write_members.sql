@@ -6,7 +6,7 @@ SELECT $1, $2, CAST(src.{key} AS text),
        CASE WHEN a.status = 0 THEN a.group_id END,
        CASE WHEN a.status = 0 THEN a.cell_id END,
        CASE a.status WHEN 0 THEN 'published' WHEN 1 THEN 'held_back' ELSE 'suppressed' END,
-       md5(CAST(ROW({hashed}) AS text))
+       CAST(CAST('x' || substr(md5(CAST(ROW({hashed}) AS text)), 1, 16) AS bit(64)) AS bigint)
 FROM _sqlanon_members AS a
 JOIN {source} AS src ON src.{key} = a.record_key
 ORDER BY 3
