@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,9 @@ def workload(session: Session, first: catalog.Release, size: int = WORKLOAD_SIZE
         f"SELECT {names} FROM {q(first.table_name)} GROUP BY {names} "  # noqa: S608 - quoted
         f"ORDER BY {names} LIMIT {_MAX_COMBINATIONS}"
     )
+    if first.model == "lhd":
+        # lHD releases publish hierarchy labels: query raw values the labels cover
+        combos = _raw_combinations(session, first, quasi, combos)
     numeric = [i for i, c in enumerate(quasi) if all(_is_number(row[i]) for row in combos[:1000])]
     rng = np.random.default_rng(WORKLOAD_SEED)
     queries = []
@@ -200,6 +204,67 @@ def workload(session: Session, first: catalog.Release, size: int = WORKLOAD_SIZE
             where = exp.and_(*terms)
         queries.append(Query(aggregate, where))
     return queries
+
+
+def _raw_combinations(
+    session: Session, first: catalog.Release, quasi: list[str], combos: list[Any]
+) -> list[tuple[Any, ...]]:
+    """The published label combinations of an lHD release with each label replaced by
+    one raw value it covers (from the label domains the rewriter uses: hierarchy leaves,
+    or the intervals of a widths hierarchy), so equalities and ranges on them match the
+    published rows on every version. A label without a known raw value keeps its text."""
+    from sqlanon.api import release_catalog
+
+    info = release_catalog(session).get(first.table_name)
+    domains = (info.domains if info is not None else None) or {}
+    per_column = []
+    for i, column in enumerate(quasi):
+        domain = domains.get(column)
+        labels = sorted({str(row[i]) for row in combos})
+        raw = {label: _raw_value(domain, label) for label in labels} if domain else {}
+        known = sorted((v for v in raw.values() if v is not None), key=_order)
+        spare = known[len(known) // 2] if known else None  # any value suits a '*' label
+        per_column.append({k: v if v is not None else spare for k, v in raw.items()})
+    out = []
+    for row in combos:
+        values = []
+        for i, value in enumerate(row):
+            replaced = per_column[i].get(str(value))
+            values.append(value if replaced is None else replaced)
+        out.append(tuple(values))
+    return out
+
+
+def _raw_value(domain: Any, label: str) -> Any:
+    """One raw value under ``label`` (a number when it reads as one), or None."""
+    leaves = domain.leaves.get(label)
+    if leaves:
+        values = sorted((_as_number(v) for v in leaves), key=_order)
+        return values[len(values) // 2]
+    interval = domain.intervals.get(label)
+    if interval is None:
+        return None
+    low, high = interval
+    if math.isfinite(low):
+        return _as_number(repr(low))
+    if math.isfinite(high):
+        return _as_number(repr(high - 1))
+    return None
+
+
+def _as_number(text: str) -> Any:
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(value):
+        return text
+    return int(value) if value.is_integer() else value
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    """Numbers before texts, each in their natural order."""
+    return (0, value) if _is_number(value) else (1, str(value))
 
 
 def _is_number(value: Any) -> bool:
