@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -132,7 +132,8 @@ def release_catalog(session: Session) -> dict[str, Any]:
     """The rewriter's view of every release in this database (names analysts may use)."""
     from sqlanon.rewrite import catalog_from_rows
 
-    if session.dialect == "postgres":
+    postgres = session.dialect == "postgres"
+    if postgres:
         # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
         # only the names and columns of each release.
         sql = (
@@ -146,42 +147,79 @@ def release_catalog(session: Session) -> dict[str, Any]:
             "FROM sqlanon.releases ORDER BY family, version"
         )
     rows = session.query(sql)
-    domains = None if session.dialect == "postgres" else _lhd_domains(session, rows)
-    return catalog_from_rows(rows, domains)
+    if not any(r[3] == "lhd" for r in rows):
+        return catalog_from_rows(rows)
+    if postgres:
+        # ... nor sqlanon.hierarchies: another one shows the lHD releases' hierarchies.
+        found = session.query(
+            "SELECT table_name, quasi, value, level, label FROM sqlanon.release_hierarchies()"
+            " WHERE value IS NOT NULL"
+        )
+    else:
+        found = _lhd_hierarchy_rows(session, rows)
+    return catalog_from_rows(rows, _lhd_domains(session, rows, found))
 
 
-def _lhd_domains(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
-    """Per lHD release table, per quasi column: what its published labels may stand for,
-    from the public hierarchies of the release's source (``sqlanon.hierarchies``; for a
-    widths hierarchy, the distinct labels read from the release table itself)."""
+def _quasi_columns(parameters: Any) -> list[str]:
+    import json
+
+    quasi = json.loads(parameters).get("quasi") or []
+    return [quasi] if isinstance(quasi, str) else list(quasi)
+
+
+def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """``(table_name, quasi column, value, level, label)`` for every ARX hierarchy row of
+    every lHD release's quasi column, read from ``sqlanon.hierarchies`` (DuckDB; on
+    PostgreSQL ``sqlanon.release_hierarchies()`` gives the same rows): the dataset is
+    the release source's table name, attributes match columns as in
+    :func:`sqlanon.release_lhd.attribute_name`."""
     import json
 
     from sqlanon.release_lhd import attribute_name
-    from sqlanon.rewrite.catalog import label_domain
 
-    lhd = [(r[2], json.loads(r[4])) for r in rows if r[3] == "lhd"]
-    if not lhd:
-        return {}
     by_attribute: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     for dataset, attribute, value, level, label in session.query(
         "SELECT dataset, attribute, value, level, label FROM sqlanon.hierarchies"
     ):
         key = (str(dataset), attribute_name(str(attribute)))
         by_attribute.setdefault(key, []).append((value, level, label))
+    found = []
+    for _family, _version, table, model, parameters in rows:
+        if model != "lhd":
+            continue
+        dataset = str(json.loads(parameters).get("source", "")).rsplit(".", 1)[-1]
+        for column in _quasi_columns(parameters):
+            for value, level, label in by_attribute.get((dataset, attribute_name(column)), []):
+                found.append((table, column, value, level, label))
+    return found
+
+
+def _lhd_domains(
+    session: Session, rows: Sequence[Sequence[Any]], hierarchy_rows: Iterable[Sequence[Any]]
+) -> dict[str, Any]:
+    """Per lHD release table, per quasi column: what its published labels may stand for.
+
+    ``hierarchy_rows`` are ``(table_name, quasi column, value, level, label)`` rows of
+    the columns' ARX hierarchies (public metadata); a column without any has a numeric
+    widths hierarchy, whose labels are read from the release table itself."""
+    from sqlanon.rewrite.catalog import label_domain
+
+    found: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
+    for table, column, value, level, label in hierarchy_rows:
+        found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
     domains: dict[str, Any] = {}
-    for table, params in lhd:
-        dataset = str(params.get("source", "")).rsplit(".", 1)[-1]
-        quasi = params.get("quasi") or []
+    for _family, _version, table, model, parameters in rows:
+        if model != "lhd":
+            continue
         per_column = {}
-        for column in [quasi] if isinstance(quasi, str) else quasi:
-            found = by_attribute.get((dataset, attribute_name(column)))
-            if found:
-                per_column[column] = label_domain(found)
+        for column in _quasi_columns(parameters):
+            if (str(table), column) in found:
+                per_column[column] = label_domain(found[(str(table), column)])
             else:
                 labels = session.query(f"SELECT DISTINCT {q(column)} FROM {q(table)}")  # noqa: S608
                 per_column[column] = label_domain(published=[r[0] for r in labels])
-        domains[table] = per_column
+        domains[str(table)] = per_column
     return domains
 
 

@@ -309,13 +309,22 @@ def test_install_creates_the_roles_and_revokes_public_execute(adult: Any) -> Non
         " WHERE n.nspname = 'sqlanon'"
         " AND has_function_privilege('sqlanon_analyst', p.oid, 'EXECUTE') ORDER BY 1"
     ).fetchall()
-    assert [r[0] for r in analyst] == ["interval", "interval_sql", "release_catalog", "rewrite"]
+    assert [r[0] for r in analyst] == [
+        "interval",
+        "interval_sql",
+        "release_catalog",
+        "release_hierarchies",
+        "rewrite",
+    ]
     definers = adult.execute(
         "SELECT p.proname, p.proconfig FROM pg_proc AS p"
         " JOIN pg_namespace AS n ON n.oid = p.pronamespace"
-        " WHERE n.nspname = 'sqlanon' AND p.prosecdef"
+        " WHERE n.nspname = 'sqlanon' AND p.prosecdef ORDER BY 1"
     ).fetchall()
-    assert definers == [("release_catalog", ["search_path=pg_catalog, pg_temp"])]
+    assert definers == [
+        ("release_catalog", ["search_path=pg_catalog, pg_temp"]),
+        ("release_hierarchies", ["search_path=pg_catalog, pg_temp"]),
+    ]
 
 
 def test_owner_releases_and_analyst_reads_only_what_was_published(
@@ -355,6 +364,83 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
         # A bug in the rewriter could not help either: its SQL runs with these rights.
         with pytest.raises(errors.InsufficientPrivilege):
             analyst.execute("SELECT sum(capital_loss) FROM adult")
+
+
+LHD_QUERY = (
+    "SELECT marital_status, COUNT(*) AS n, SUM(capital_loss) AS loss FROM adult_lhd"
+    " WHERE age > 30 AND hours_per_week >= 40 GROUP BY marital_status"
+)
+
+
+def test_analyst_interval_over_an_lhd_release_contains_the_truth(
+    adult: Any, roles: dict[str, str], installed: PostgresInstall
+) -> None:
+    folder = installed.python_dir / "sqlanon" / "data" / "hierarchies"
+    one(adult, "SELECT sqlanon.load_hierarchies('adult', %s)", [str(folder)])
+    one(adult, "SELECT sqlanon.hierarchy_widths('adult', 'hours_per_week', '{10,20}')")
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        one(owner, RELEASE_KE)
+        one(
+            owner,
+            "SELECT sqlanon.release_lhd('adult', 'adult_lhd', key => 'id', "
+            "quasi => ARRAY['age', 'marital_status', 'hours_per_week'], "
+            "sensitive => ARRAY['capital_loss'], l => 3, seed => 1)",
+        )
+    truth = {
+        label: (n, loss)
+        for label, n, loss in adult.execute(
+            "SELECT r.marital_status, count(*), sum(a.capital_loss) FROM adult AS a"
+            " JOIN sqlanon.members AS m ON m.record_key = a.id::text"
+            " AND m.family = 'adult_lhd' AND m.version = 1 AND m.status = 'published'"
+            " JOIN (SELECT DISTINCT class_id, marital_status FROM adult_lhd_v1) AS r"
+            " ON r.class_id = m.group_id"
+            " WHERE a.age > 30 AND a.hours_per_week >= 40 GROUP BY r.marital_status"
+        ).fetchall()
+    }
+    assert truth
+    with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
+        answers = {
+            r[0]["marital_status"]: r[0]
+            for r in analyst.execute("SELECT * FROM sqlanon.interval(%s)", [LHD_QUERY])
+        }
+        assert set(truth) <= set(answers)
+        for label, answer in answers.items():
+            n, loss = truth.get(label, (0, 0))
+            assert answer["n_low"] <= n <= answer["n_high"], (label, answer)
+            if answer["loss_low"] is None:
+                assert loss == 0, (label, answer)
+            else:
+                assert answer["loss_low"] <= loss <= answer["loss_high"], (label, answer)
+        assert any(a["n_low"] < a["n_high"] for a in answers.values())  # WHERE was uncertain
+
+        # What the definer function shows: the lHD release's quasi columns' hierarchies
+        # (ARX rows for age and marital_status, the widths spec for hours_per_week),
+        # not education's, not the (k,e) release's, no parameters.
+        shown = analyst.execute("SELECT * FROM sqlanon.release_hierarchies()").fetchall()
+        assert {(t, c) for t, c, *_ in shown} == {
+            ("adult_lhd_v1", "age"),
+            ("adult_lhd_v1", "marital_status"),
+            ("adult_lhd_v1", "hours_per_week"),
+        }
+        assert [r[5] for r in shown if r[1] == "hours_per_week"] == [[10.0, 20.0]]
+        assert all(r[5] is None for r in shown if r[1] != "hours_per_week")
+        # The same domains as on DuckDB, built by the analyst's client.
+        from sqlanon.api import release_catalog
+        from sqlanon.backends.postgres import PsycopgSession
+
+        domains = release_catalog(PsycopgSession(analyst))["adult_lhd"].domains
+        rows = (DATA / "hierarchies" / "adult_hierarchy_age.csv").read_text().splitlines()
+        assert domains["age"].leaves["30-34"] == {r.split(";")[0] for r in rows if ";30-34;" in r}
+        assert domains["hours_per_week"].intervals and not domains["hours_per_week"].leaves
+
+        for query in (
+            "SELECT * FROM sqlanon.hierarchies",
+            "SELECT * FROM sqlanon.hierarchy_widths",
+            "SELECT * FROM sqlanon.releases",
+            "SELECT * FROM sqlanon.members",
+        ):
+            with pytest.raises(errors.InsufficientPrivilege):
+                analyst.execute(query)
 
 
 def test_releases_by_another_owner_role_are_readable_too(adult: Any, roles: dict[str, str]) -> None:

@@ -6,7 +6,8 @@
 --
 -- Same names and arguments as DuckDB's sqlanon_* macros (sql/duckdb/functions.sql), in
 -- schema sqlanon and with `name => value`. Every function runs with the CALLER's rights
--- (SECURITY INVOKER) except sqlanon.release_catalog(), the one SECURITY DEFINER function.
+-- (SECURITY INVOKER) except sqlanon.release_catalog() and sqlanon.release_hierarchies(),
+-- the two SECURITY DEFINER functions (plain SQL, fixed search path).
 --
 -- Search paths. A release creates <family>_v<N> and the view <family> in the caller's
 -- current_schema() and resolves an unqualified source there (dbt points it at the
@@ -103,6 +104,43 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $s
 SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
        r.parameters -> 'sensitive'
 FROM sqlanon.releases AS r ORDER BY r.family, r.version
+$sql$;
+
+-- The public generalization metadata of every lHD release, what the rewriter needs to
+-- know what a published label may stand for: per release table and quasi column, the
+-- rows (value, level, label) of its ARX hierarchy, or the widths spec of its numeric
+-- one (widths NULL / value, level, label NULL). Nothing else: no members, no l, k, e or
+-- other parameters, no source data; hierarchies of columns no release publishes as
+-- quasi columns, and of (k,e) releases, stay hidden. SECURITY DEFINER so analysts need
+-- no access to sqlanon.releases / sqlanon.hierarchies. Matching as in
+-- sqlanon.release_lhd: dataset = the source's table name without schema, attribute ~
+-- column ignoring case and '-' vs '_'.
+CREATE OR REPLACE FUNCTION sqlanon.release_hierarchies()
+RETURNS TABLE (table_name text, quasi text, value text, level integer, label text,
+               widths jsonb)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
+WITH q AS (
+    SELECT r.table_name, c.quasi,
+           regexp_replace(r.parameters ->> 'source', '^.*[.]', '') AS dataset
+    FROM sqlanon.releases AS r
+    CROSS JOIN LATERAL jsonb_array_elements_text(
+        CASE jsonb_typeof(r.parameters -> 'quasi')
+            WHEN 'array' THEN r.parameters -> 'quasi'
+            WHEN 'string' THEN jsonb_build_array(r.parameters -> 'quasi')
+            ELSE '[]'::jsonb
+        END) AS c (quasi)
+    WHERE r.model = 'lhd'
+)
+SELECT q.table_name, q.quasi, h.value, h.level, h.label, NULL::jsonb
+FROM q JOIN sqlanon.hierarchies AS h
+    ON h.dataset = q.dataset
+   AND replace(lower(h.attribute), '-', '_') = replace(lower(q.quasi), '-', '_')
+UNION ALL
+SELECT q.table_name, q.quasi, NULL, NULL, NULL, w.widths
+FROM q JOIN sqlanon.hierarchy_widths AS w
+    ON w.dataset = q.dataset
+   AND replace(lower(w.attribute), '-', '_') = replace(lower(q.quasi), '-', '_')
+ORDER BY 1, 2, 4, 3
 $sql$;
 
 -- The interval SQL of an analyst's aggregate query, for `dialect` (any sqlglot dialect).

@@ -5,9 +5,11 @@
 --                    and CREATE on the schema the families go to (the caller's
 --                    current_schema()). Grant it to the data owner's login role(s).
 --   sqlanon_analyst  asks interval queries: EXECUTE on interval / interval_sql / rewrite
+--                    and the catalog functions release_catalog / release_hierarchies
 --                    only, and SELECT on each release table, family view and bounds
 --                    table, granted by the release that creates them. Nothing else:
---                    no source, no sqlanon.members, no sqlanon.releases, no hierarchies.
+--                    no source, no sqlanon.members, no sqlanon.releases, no hierarchy tables
+--                    (lHD releases' hierarchies only through release_hierarchies).
 --
 -- Roles belong to the cluster, not the database: another database's install may create
 -- them at the same moment, hence the duplicate_object handler.
@@ -52,5 +54,6 @@ GRANT EXECUTE ON FUNCTION
     sqlanon.interval(text),
     sqlanon.interval_sql(text),
     sqlanon.rewrite(text, text),
-    sqlanon.release_catalog()
+    sqlanon.release_catalog(),
+    sqlanon.release_hierarchies()
 TO sqlanon_analyst, sqlanon_owner;
