@@ -100,7 +100,7 @@ def test_catalog_columns_follow_the_architecture(installed: PostgresInstall, pg_
         ("group_id", "integer"),
         ("cell_id", "bigint"),
         ("status", "text"),
-        ("row_hash", "text"),
+        ("row_hash", "bigint"),
     ]
 
 
