@@ -642,8 +642,10 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
 
     ``values[p]`` shuffles the values within every group: ``p[i]`` is the record whose
     value record ``i`` shows. Records with group -1 (held back) are not shuffled:
-    ``p[i] = i``. Each record gets two random 64-bit keys, and sorting by (group, keys)
-    orders every group uniformly at random (a tie on 128 bits is negligible).
+    ``p[i] = i``. Each record gets one 64-bit sort key: its group in the high bits, random
+    bits below. Sorting by it orders every group uniformly at random; a group whose random
+    bits tie is drawn again (given distinct i.i.d. keys the order is uniform), which with
+    40+ random bits happens about once in 10^7 groups of 2,000.
 
     >>> p = permute_within_groups(np.array([0, 0, 1, -1, 1]), secure_rng(7))
     >>> sorted(p[[0, 1]].tolist()), sorted(p[[2, 4]].tolist()), int(p[3])
@@ -653,12 +655,26 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
     if g.ndim != 1:
         raise ConfigError(f"group must be a 1-D array; got shape {g.shape}")
     n = len(g)
-    keys = rng.uint64(2 * n)
-    # Sorting by group (then keys) puts each group's records in one slot range in the same
-    # order twice: once by index (slots) and once shuffled (sources).
+    if n == 0:
+        return np.arange(0, dtype=np.int64)
+    group_bits = int(g.max() + 2).bit_length()
+    if group_bits > 32:
+        raise ConfigError(f"too many groups to shuffle: {int(g.max()) + 1}")
+    random_bits = np.uint64(64 - group_bits)
+    high = (g + 1).astype(np.uint64) << random_bits
+    keys = high | (rng.uint64(n) >> np.uint64(group_bits))
+    while True:
+        sources = np.argsort(keys)
+        ordered = keys[sources]
+        ties = ordered[1:] == ordered[:-1]
+        if not ties.any():
+            break
+        redraw = np.isin(g, g[sources[1:][ties]])
+        keys[redraw] = high[redraw] | (rng.uint64(int(redraw.sum())) >> np.uint64(group_bits))
+    # Sorting by group puts each group's records in one slot range, in the same group
+    # order as ``sources``: slot i of a group receives the value of its i-th shuffled source.
     slots = np.argsort(g, kind="stable")
-    sources = np.lexsort((keys[:n], keys[n:], g))
-    p = np.arange(n, dtype=np.int64)
+    p = np.empty(n, dtype=np.int64)
     p[slots] = sources
     held = g < 0
     p[held] = np.flatnonzero(held)
