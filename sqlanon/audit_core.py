@@ -30,13 +30,13 @@ at this version or an earlier one, ``newly_exposed_keys`` those first exposed he
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from sqlanon.errors import ConfigError
+from sqlanon.models.ke import _check_parameters
 
 __all__ = ["CHECKS", "KeVersion", "VersionAudit", "audit_ke_history"]
 
@@ -264,18 +264,6 @@ def _subtraction(
 # ------------------------------------------------------------------------------ the audit
 
 
-def _check_parameters(k: int, e: float) -> tuple[int, float]:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ConfigError(f"k must be a positive integer; got {k!r}")
-    try:
-        e_float = float(e)
-    except (TypeError, ValueError):
-        raise ConfigError(f"e must be a number >= 0; got {e!r}") from None
-    if not math.isfinite(e_float) or e_float < 0:
-        raise ConfigError(f"e must be a finite number >= 0; got e={e!r}")
-    return int(k), e_float
-
-
 def _columns(version: KeVersion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     keys = np.asarray(version.keys).astype(str)
     group = np.asarray(version.group)
@@ -314,7 +302,7 @@ def audit_ke_history(history: Sequence[KeVersion], k: int, e: float) -> list[Ver
     Raises ``ConfigError`` for malformed versions, versions out of order, or a record
     whose true value differs between versions (the cell model assumes S never changes).
     """
-    k, e = _check_parameters(k, e)
+    k, e = _check_parameters(k, e, min_k=1)
     columns = [_columns(version) for version in history]
     numbers = [int(version.version) for version in history]
     if any(b <= a for a, b in zip(numbers, numbers[1:], strict=False)):

@@ -77,7 +77,7 @@ def test_rejects_bad_arguments():
     with pytest.raises(ConfigError, match="k must be"):
         plan_paper(np.array([1.0, 2.0]), unpublished(2), unpublished(2), k=0, e=0)
     with pytest.raises(ConfigError, match="NaN"):
-        plan_paper(np.array([1.0, np.nan]), unpublished(2), unpublished(2), k=1, e=0)
+        plan_paper(np.array([1.0, np.nan]), unpublished(2), unpublished(2), k=2, e=0)
     empty = plan_paper(np.zeros(0), unpublished(0), unpublished(0), k=2, e=1)
     assert empty.groups == 0 and len(empty.group) == 0
 

@@ -39,11 +39,14 @@ __all__ = [
 # --------------------------------------------------------------------------- validation
 
 
-def _check_parameters(k: int, e: float) -> tuple[int, float]:
+def _check_parameters(k: int, e: float, min_k: int = 2) -> tuple[int, float]:
+    """Validated (k, e); releases need k >= 2, the audit also checks k = 1."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise ConfigError(f"k must be an integer >= 2; got {k!r}")
-    if k < 2:
-        raise ConfigError(f"k must be >= 2 (a group needs at least 2 distinct values); got k={k}")
+        raise ConfigError(f"k must be an integer >= {min_k}; got {k!r}")
+    if k < min_k:
+        raise ConfigError(
+            f"k must be >= {min_k} (a group needs at least {min_k} distinct values); got k={k}"
+        )
     try:
         e_float = float(e)
     except (TypeError, ValueError):

@@ -51,33 +51,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models.ke import KePlan
+from sqlanon.models.ke import KePlan, _as_ids, _check_parameters
 
 __all__ = ["plan_paper"]
-
-
-def _check_parameters(k: int, e: float) -> tuple[int, float]:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ConfigError(f"k must be a positive integer; got {k!r}")
-    try:
-        e_float = float(e)
-    except (TypeError, ValueError):
-        raise ConfigError(f"e must be a number >= 0; got {e!r}") from None
-    if not math.isfinite(e_float) or e_float < 0:
-        raise ConfigError(f"e must be a finite number >= 0; got e={e!r}")
-    return int(k), e_float
-
-
-def _as_ids(name: str, array: np.ndarray, n: int) -> np.ndarray:
-    ids = np.asarray(array)
-    if ids.shape != (n,):
-        raise ConfigError(f"{name} must have one entry per value ({n}); got shape {ids.shape}")
-    if ids.dtype.kind not in "iu":
-        raise ConfigError(f"{name} must hold integers (-1 = not published); got {ids.dtype}")
-    ids = ids.astype(np.int64, copy=False)
-    if (ids < -1).any():
-        raise ConfigError(f"{name} holds ids below -1; use -1 for records not yet published")
-    return ids
 
 
 def _as_values(values: np.ndarray) -> np.ndarray:
@@ -221,8 +197,8 @@ def plan_paper(
     k, e = _check_parameters(k, e)
     v = _as_values(values)
     n = len(v)
-    prev_cell = _as_ids("prev_cell", prev_cell, n)
-    prev_group = _as_ids("prev_group", prev_group, n)
+    prev_cell = _as_ids(prev_cell, n, "prev_cell")
+    prev_group = _as_ids(prev_group, n, "prev_group")
     mismatch = (prev_cell >= 0) != (prev_group >= 0)
     if mismatch.any():
         raise ConfigError(
