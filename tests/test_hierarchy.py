@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, load_directory, value_key
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
-# Levels including level 0, as documented in shared/data/adult/SOURCE.md.
+# The ARX Adult hierarchies as bundled with sqlanon (unchanged copies, see ATTRIBUTION.md).
+ADULT = Path(__file__).resolve().parents[1] / "sqlanon" / "data" / "hierarchies"
+BUNDLED_CSV = ADULT.parent / "adult_capital_loss.csv"
+# Levels including level 0, as documented in the ARX data's SOURCE.md.
 ARX_LEVELS = {
     "age": 5,
     "education": 4,
@@ -26,10 +29,15 @@ ARX_LEVELS = {
 
 
 def adult_columns() -> dict[str, list[str]]:
-    lines = (ADULT / "adult.csv").read_text().splitlines()
-    header = lines[0].split(";")
-    rows = [line.split(";") for line in lines[1:] if line]
-    return {name: [r[i] for r in rows] for i, name in enumerate(header)}
+    """The bundled Adult records' columns, named like the hierarchy files."""
+    with BUNDLED_CSV.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    renamed = {"income": "salary-class"}
+    return {
+        renamed.get(name, name.replace("_", "-")): [r[name] for r in rows]
+        for name in rows[0]
+        if renamed.get(name, name.replace("_", "-")) in ARX_LEVELS
+    }
 
 
 def test_every_arx_adult_hierarchy_parses_with_documented_depth() -> None:
@@ -43,13 +51,13 @@ def test_every_arx_adult_hierarchy_parses_with_documented_depth() -> None:
     assert len(hierarchies["native-country"].table) == 41  # file without final newline
 
 
-def test_arx_hierarchies_cover_every_value_of_adult_csv() -> None:
+def test_arx_hierarchies_cover_every_value_of_the_bundled_adult_records() -> None:
     hierarchies = load_directory(ADULT, "adult")
     columns = adult_columns()
-    assert len(columns["age"]) == 30162
+    assert set(columns) == set(ARX_LEVELS) and len(columns["age"]) == 1427
     for attribute, values in columns.items():
         codes = hierarchies[attribute].encode(values)
-        assert codes.shape == (30162, hierarchies[attribute].height + 1)
+        assert codes.shape == (1427, hierarchies[attribute].height + 1)
 
 
 def test_codes_index_the_labels_of_each_level() -> None:

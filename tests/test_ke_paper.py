@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.ke import optimal_partition, sum_of_errors
 from sqlanon.models.ke_paper import plan_paper
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
+# The bundled copy of adult.data's records with no "?" and capital-loss > 0, in file order.
+ADULT = Path(__file__).resolve().parents[1] / "sqlanon" / "data" / "adult_capital_loss.csv"
 
 V1_VALUES = np.array([2, 16, 25, 26, 31, 32, 48, 50, 53, 56, 58], dtype=float)
 
@@ -204,9 +206,8 @@ def test_append_sequences_keep_groups_valid_and_republish_everything(batches, k,
 
 
 def adult_capital_loss() -> np.ndarray:
-    rows = [line.strip().split(", ") for line in ADULT.read_text().splitlines() if line.strip()]
-    kept = [r for r in rows if "?" not in r and float(r[11]) > 0]
-    return np.array([float(r[11]) for r in kept])
+    with ADULT.open(newline="") as f:
+        return np.array([float(row["capital_loss"]) for row in csv.DictReader(f)])
 
 
 def test_seeds_experiment_leaks_with_error_near_the_optimum():
