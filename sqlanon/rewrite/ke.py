@@ -35,19 +35,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
 from sqlanon.rewrite.catalog import BOUNDS_SCHEMA
-
-CTE_PREFIX = "sqlanon_"
-
-
-def _f(fragment: str) -> exp.Expr:
-    """An expression over the rewriter's own internal names (never analyst text)."""
-    return sqlglot.parse_one(fragment)
+from sqlanon.rewrite.sqlbuild import cte as _cte
+from sqlanon.rewrite.sqlbuild import finish
+from sqlanon.rewrite.sqlbuild import fragment as _f
 
 
 def _col(table: str, name: str) -> exp.Column:
@@ -149,10 +144,6 @@ class _Plan:
         return [exp.column(g, table=table) for g in self.groups]
 
 
-def _cte(name: str) -> exp.Table:
-    return exp.table_(CTE_PREFIX + name)
-
-
 def build(query: Query) -> exp.Select:
     """The interval query for a checked (k,e) query."""
     plan = _Plan(query)
@@ -177,21 +168,7 @@ def build(query: Query) -> exp.Select:
         final = final.group_by(*plan.g("c"), copy=False)
         if s_pred is not None:
             final = final.having(_f("SUM(c.hi) > 0"), copy=False)
-    if query.order:
-        final = final.order_by(
-            *[
-                exp.Ordered(
-                    this=exp.column(o.name, quoted=True), desc=o.desc, nulls_first=o.nulls_first
-                )
-                for o in query.order
-            ],
-            copy=False,
-        )
-    if query.limit is not None:
-        final = final.limit(query.limit, copy=False)
-    for name, body in ctes:
-        final = final.with_(CTE_PREFIX + name, as_=body, copy=False)
-    return final
+    return finish(final, query, ctes)
 
 
 def _sel(plan: _Plan, qi_pred: exp.Expr | None) -> exp.Select:

@@ -41,29 +41,20 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
 from sqlanon.rewrite.catalog import LabelDomain
-
-CTE_PREFIX = "sqlanon_"
+from sqlanon.rewrite.sqlbuild import cte as _cte
+from sqlanon.rewrite.sqlbuild import finish
+from sqlanon.rewrite.sqlbuild import fragment as _f
 
 # Component codes per row: 0 = never, 1 = possible, 2 = sure.
 _NEVER, _POSSIBLE, _SURE = 0, 1, 2
 
 Value = str | float
 Truth = bool | None  # None: cannot tell (counts as both)
-
-
-def _f(fragment: str) -> exp.Expr:
-    """An expression over the rewriter's own internal names (never analyst text)."""
-    return sqlglot.parse_one(fragment)
-
-
-def _cte(name: str) -> exp.Table:
-    return exp.table_(CTE_PREFIX + name)
 
 
 # --- evaluating a one-column condition on one raw value ------------------------------------
@@ -445,21 +436,7 @@ def build(query: Query) -> exp.Select:
     )
     if groups:
         final = final.group_by(*[exp.column(g, table="c") for g in groups], copy=False)
-    if query.order:
-        final = final.order_by(
-            *[
-                exp.Ordered(
-                    this=exp.column(o.name, quoted=True), desc=o.desc, nulls_first=o.nulls_first
-                )
-                for o in query.order
-            ],
-            copy=False,
-        )
-    if query.limit is not None:
-        final = final.limit(query.limit, copy=False)
-    for name, body in ctes:
-        final = final.with_(CTE_PREFIX + name, as_=body, copy=False)
-    return final
+    return finish(final, query, ctes)
 
 
 def _window(func: str, partition: list[str], order: str = "") -> str:
