@@ -7,6 +7,7 @@ transaction and recorded in ``sqlanon.migrations``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +29,21 @@ def migrate(session: Session) -> list[str]:
         with session.transaction():
             for statement in _statements(text):
                 session.execute(statement)
+            if name in _DATA_STEPS:
+                _DATA_STEPS[name](session)
             session.execute("INSERT INTO sqlanon.migrations (name) VALUES ($1)", [name])
         done.append(name)
     return done
+
+
+def _rebuild_ke_bounds(session: Session) -> None:
+    from sqlanon import release  # release builds on this module
+
+    release.rebuild_ke_bounds(session)
+
+
+#: Migrations that also rewrite data, run after their file inside its transaction.
+_DATA_STEPS: dict[str, Callable[[Session], None]] = {"003_ke_bounds_runs": _rebuild_ke_bounds}
 
 
 def _statements(text: str) -> list[str]:

@@ -20,7 +20,7 @@ import numpy as np
 from sqlanon import catalog, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
-from sqlanon.models import ke
+from sqlanon.models import ke, ke_bounds
 
 KE_POLICIES = ("auto", "merge", "defer", "paper")
 _NUMERIC = re.compile(
@@ -513,50 +513,53 @@ def _write_bounds(
     values: np.ndarray,
     group: np.ndarray,
 ) -> None:
-    """Write the per-group sorted values and prefix sums (see ARCHITECTURE.md).
+    """Write the bounds table: each group's sorted values as runs with their sums
+    (layout: :mod:`sqlanon.models.ke_bounds`).
 
     Integer values whose sums stay below 2**53 are exact in float64, so numpy computes
-    the table (one sort, one cumulative sum; 3-7x faster than the window-function SQL);
-    anything else (DECIMAL, floats, huge integers) goes through SQL in the column's own
-    arithmetic so the bounds match the database's SUM exactly.
+    the table; anything else (DECIMAL, floats, larger integers) goes through SQL in the
+    column's own arithmetic so the bounds match the database's SUM exactly. Integers
+    whose absolute sum reaches 2**62 are refused: a lookup multiplies a value by a rank
+    count in 64-bit arithmetic.
     """
     if not _exact_integers(sensitive_type, values):
-        session.execute(
-            _sql(session, "ke_write_bounds", bounds=bounds, release=release, sensitive=sensitive)
-        )
+        if _INTEGER.search(sensitive_type.lower()) and float(np.abs(values).sum()) >= 2.0**62:
+            raise ConfigError(
+                f"sensitive column {sensitive}: the sum of its absolute values reaches 2**62, "
+                "beyond what interval answers compute exactly; store it in coarser units "
+                "(e.g. thousands) or as DECIMAL"
+            )
+        _write_bounds_sql(session, bounds, release, sensitive)
         return
-    order = np.lexsort((values, group))
-    v, g = values[order], group[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    sizes = np.diff(np.r_[starts, len(v)])
-    first = np.repeat(starts, sizes)
-    rank = np.arange(len(v)) - first + 1
-    running = np.cumsum(v)
-    before = np.repeat(np.r_[0.0, running][starts], sizes)
-    low_sum = running - before
-    total = np.repeat(low_sum[starts + sizes - 1], sizes)
-    # the sum of the r largest = total - the sum of the (size - r) smallest
-    rest = np.repeat(sizes, sizes) - rank
-    low_of_rest = np.where(rest > 0, low_sum[np.maximum(first + rest - 1, 0)], 0.0)
-    session.load_temp(
-        "_sqlanon_bounds",
-        {
-            "group_id": g,
-            "rank": rank,
-            "value": v,
-            "low_sum": low_sum,
-            "high_sum": total - low_of_rest,
-        },
-        {
-            "group_id": "INTEGER",
-            "rank": "INTEGER",
-            "value": sensitive_type,
-            "low_sum": "BIGINT",
-            "high_sum": "BIGINT",
-        },
-    )
+    columns = ke_bounds.bounds_columns(values.astype(np.int64), group.astype(np.int64))
+    types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
+    types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
+    types.update(below="BIGINT", total="BIGINT")
+    session.load_temp("_sqlanon_bounds", columns, types)
     session.execute(_sql(session, "ke_copy_bounds", bounds=bounds))
     session.execute("DROP TABLE _sqlanon_bounds")
+
+
+def _write_bounds_sql(session: Session, bounds: str, release: str, sensitive: str) -> None:
+    session.execute(
+        _sql(session, "ke_write_bounds", bounds=bounds, release=release, sensitive=sensitive)
+    )
+
+
+def rebuild_ke_bounds(session: Session) -> None:
+    """Rewrite the bounds table of every (k,e) release from its release table, in the
+    current layout (migration 003; a release table its owner dropped is skipped)."""
+    q = session.quote_ident
+    schema = session.query("SELECT current_schema()")[0][0]
+    exists = sqltext.load(session.dialect, "relation_exists")
+    for release in catalog.releases(session):
+        table = release.table_name
+        if release.model != "ke" or not session.query(exists, [schema, table]):
+            continue
+        bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
+        session.execute(f"DROP TABLE IF EXISTS {bounds}")
+        _write_bounds_sql(session, bounds, q(table), q(release.parameters["sensitive"]))
+        grant_readers(session, [bounds])
 
 
 def _summary(release: catalog.Release) -> dict[str, Any]:

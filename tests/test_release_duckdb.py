@@ -14,6 +14,7 @@ import pytest
 
 import sqlanon
 from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.models import ke_bounds
 
 RELEASE = (
     "SELECT sqlanon_release_ke('people', 'people_ke', key := 'id', sensitive := 'salary', "
@@ -440,27 +441,35 @@ def test_two_connections_to_one_file_each_install(tmp_path: Path) -> None:
 def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> None:
     con = duckdb.connect(str(tmp_path / "bounds.duckdb"))
     sqlanon.install(con)
-    make_people(con, 80)
+    make_people(con, 600)
     con.execute(f"ALTER TABLE people ALTER salary TYPE {column_type}")
     if column_type != "INTEGER":
         con.execute("UPDATE people SET salary = salary + 0.25 * (id % 4)")
-    release(con)
+    release(con, RELEASE.replace("e := 10", "e := 200"))  # groups of over 64 rows
     rows = con.execute(
         "SELECT group_id, list_sort(list(salary)) FROM people_ke_v1 GROUP BY ALL ORDER BY 1"
     ).fetchall()
     bounds = con.execute(
-        'SELECT group_id, rank, value, low_sum, high_sum FROM sqlanon."people_ke_v1_bounds" '
-        "ORDER BY group_id, rank"
+        "SELECT group_id, block, lo_rank, hi_rank, value, below, n, total, vmin, vmax "
+        'FROM sqlanon."people_ke_v1_bounds"'
     ).fetchall()
-    expected = []
+    # Every rank of every group is found by its lookup key, on exactly one row, and the
+    # row's sums give the sums of the r smallest and of the r largest values.
+    def lookup(group_id: int, r: int) -> tuple:
+        (row,) = [b for b in bounds if b[:2] == (group_id, (r - 1) // 64) and b[2] <= r <= b[3]]
+        return row
+
     for group_id, values in rows:
-        for r in range(1, len(values) + 1):
-            expected.append(
-                (group_id, r, values[r - 1], sum(values[:r]), sum(values[len(values) - r :]))
-            )
-    assert [tuple(float(x) for x in row) for row in bounds] == [
-        tuple(float(x) for x in row) for row in expected
-    ]
+        n = len(values)
+        for r in range(1, n + 1):
+            _, _, lo, _, value, below, size, total, vmin, vmax = lookup(group_id, r)
+            assert (size, total, vmin, vmax) == (n, sum(values), values[0], values[-1])
+            assert value == values[r - 1]
+            assert below + (r - lo + 1) * value == sum(values[:r])
+            _, _, lo, _, value, below, *_ = lookup(group_id, n - r + 1)
+            assert total - (below + (n - r + 1 - lo) * value) == sum(values[n - r :])
+    assert max(b[1] for b in bounds) > 0  # groups span several blocks
+    assert len(bounds) < sum(len(v) for _, v in rows) or column_type == "DOUBLE"
     con.close()
 
 
@@ -486,4 +495,33 @@ def test_non_integer_keys(tmp_path: Path, key_type: str) -> None:
     con.execute("UPDATE staff SET salary = salary + 1 WHERE pid = (SELECT min(pid) FROM staff)")
     with pytest.raises(UnsafeReleaseError):
         sqlanon.release_ke(con, "staff", "staff_ke", **args)
+    con.close()
+
+
+def test_migration_rewrites_bounds_tables_of_older_releases(tmp_path: Path) -> None:
+    """A file released before migration 003 (one bounds row per rank) answers the same
+    interval queries after ``install`` rewrote its bounds tables."""
+    con = duckdb.connect(str(tmp_path / "old.duckdb"))
+    sqlanon.install(con)
+    make_people(con, 300)
+    release(con)
+    make_people(con, 30, start=300)
+    release(con)
+    query = "SELECT sex, SUM(salary) AS s, MIN(salary), MAX(salary) FROM people_ke GROUP BY sex"
+    before = sqlanon.interval(con, query)
+    for table in ("people_ke_v1_bounds", "people_ke_v2_bounds"):
+        con.execute(f'DROP TABLE sqlanon."{table}"')
+        con.execute(  # the layout before migration 003
+            f'CREATE TABLE sqlanon."{table}" (group_id INTEGER, rank INTEGER, value INTEGER, '
+            "low_sum BIGINT, high_sum BIGINT)"
+        )
+    con.execute("DELETE FROM sqlanon.migrations WHERE name = '003_ke_bounds_runs'")
+    con.close()
+
+    con = duckdb.connect(str(tmp_path / "old.duckdb"))
+    assert sqlanon.install(con) == ["003_ke_bounds_runs"]
+    columns = [r[0] for r in con.execute('DESCRIBE sqlanon."people_ke_v1_bounds"').fetchall()]
+    assert columns == list(ke_bounds.COLUMNS)
+    assert sqlanon.interval(con, query) == before
+    assert sqlanon.interval(con, query.replace("people_ke", "people_ke_v1")) != before
     con.close()

@@ -13,6 +13,7 @@ import pytest
 import sqlglot
 from psycopg import sql as pgsql
 
+from sqlanon.models.ke_bounds import COLUMNS
 from sqlanon.rewrite import rewrite
 from sqlanon.rewrite.analyze import AggregateItem, analyze
 from tests.test_rewrite_ke import check_sound
@@ -45,12 +46,13 @@ def _copy_to_postgres(duck: duckdb.DuckDBPyConnection, conn: Any) -> None:
     )
     conn.execute("CREATE TABLE fam_v1 (age INTEGER, sex TEXT, group_id INTEGER, loss INTEGER)")
     conn.execute(
-        'CREATE TABLE sqlanon."fam_v1_bounds" (group_id INTEGER, rank INTEGER, value INTEGER, '
-        "low_sum BIGINT, high_sum BIGINT)"
+        'CREATE TABLE sqlanon."fam_v1_bounds" (group_id INTEGER, block INTEGER, '
+        "lo_rank INTEGER, hi_rank INTEGER, value INTEGER, below BIGINT, n INTEGER, "
+        "total BIGINT, vmin INTEGER, vmax INTEGER)"
     )
     copies = {
         **TABLES,
-        "sqlanon.fam_v1_bounds": ["group_id", "rank", "value", "low_sum", "high_sum"],
+        "sqlanon.fam_v1_bounds": list(COLUMNS),
     }
     for name, columns in copies.items():
         schema, _, table = name.rpartition(".")

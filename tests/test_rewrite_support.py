@@ -2,7 +2,8 @@
 
 Layout (docs/ARCHITECTURE.md): ``<F>_v1`` holds the quasi columns, ``group_id`` and the
 sensitive column permuted within each group; the view ``<F>`` selects from it;
-``sqlanon."<F>_v1_bounds"(group_id, rank, value, low_sum, high_sum)``. The private
+``sqlanon."<F>_v1_bounds"`` (runs of sorted values by block of ranks, see
+sqlanon/models/ke_bounds.py). The private
 source ``<F>_source`` keeps the true values (and, for the tests' convenience, each
 record's group_id) so the true answer of any query can be computed on it.
 """
@@ -87,18 +88,16 @@ def make_release(
         )
     con.execute(f"CREATE VIEW {_ident(family)} AS SELECT * FROM {_ident(table)}")  # noqa: S608
     con.execute(
-        f"CREATE TABLE sqlanon.{_ident(table)}_bounds (group_id INTEGER, rank INTEGER, "
-        f"value {s_type}, low_sum {s_type}, high_sum {s_type})"
+        f"CREATE TABLE sqlanon.{_ident(table)}_bounds (group_id INTEGER, block INTEGER, "
+        f"lo_rank INTEGER, hi_rank INTEGER, value {s_type}, below {s_type}, n INTEGER, "
+        f"total {s_type}, vmin {s_type}, vmax {s_type})"
     )
     bounds = []
     for g in np.unique(group_arr):
-        ordered = sorted(values[i] for i in np.flatnonzero(group_arr == g))
-        for rank in range(1, len(ordered) + 1):
-            low, high = sum(ordered[:rank]), sum(ordered[len(ordered) - rank :])
-            bounds.append((int(g), rank, ordered[rank - 1], low, high))
+        bounds += bounds_rows(int(g), [values[i] for i in np.flatnonzero(group_arr == g)])
     if bounds:
         con.executemany(
-            f"INSERT INTO sqlanon.{_ident(table)}_bounds VALUES (?, ?, ?, ?, ?)",  # noqa: S608
+            f"INSERT INTO sqlanon.{_ident(table)}_bounds VALUES ({', '.join(['?'] * 10)})",  # noqa: S608
             bounds,
         )
     return ReleaseInfo(
@@ -110,6 +109,22 @@ def make_release(
         sensitive=(s_name,),
         bounds_table=f"{table}_bounds",
     )
+
+
+def bounds_rows(group_id: int, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """One group's rows of the bounds table, spelled out rank by rank (the reference for
+    sqlanon/models/ke_bounds.py): one row per run of equal sorted values and per block of
+    64 ranks it overlaps."""
+    ordered = sorted(values)
+    n, total = len(ordered), sum(ordered)
+    rows = []
+    for rank, value in enumerate(ordered, start=1):
+        lo = ordered.index(value) + 1
+        hi = lo + ordered.count(value) - 1
+        row = (group_id, (rank - 1) // 64, lo, hi, value, sum(ordered[: lo - 1]), n, total)
+        if not rows or rows[-1][:4] != row[:4]:
+            rows.append((*row, ordered[0], ordered[-1]))
+    return rows
 
 
 def catalog_of(*infos: ReleaseInfo) -> dict[str, ReleaseInfo]:
@@ -158,24 +173,26 @@ def answer(
 
 def test_bounds_table_layout() -> None:
     con = duckdb.connect()
+    data = [(0, 5), (0, -3), (0, 7), (0, 5), *[(1, 2)] * 70, (1, 9)]
     info = make_release(
         con,
         "t_ke",
         {"age": "INTEGER"},
         ("loss", "INTEGER"),
-        [{"age": a, "loss": v} for a, v in [(1, 5), (2, -3), (3, 7), (4, 10), (5, 1)]],
-        [0, 0, 0, 1, 1],
+        [{"age": a, "loss": v} for a, (_, v) in enumerate(data)],
+        [g for g, _ in data],
     )
     rows = con.execute(
-        'SELECT group_id, rank, value, low_sum, high_sum FROM sqlanon."t_ke_v1_bounds" '
-        "ORDER BY group_id, rank"
+        'SELECT * FROM sqlanon."t_ke_v1_bounds" ORDER BY group_id, block, lo_rank'
     ).fetchall()
     assert rows == [
-        (0, 1, -3, -3, 7),
-        (0, 2, 5, 2, 12),
-        (0, 3, 7, 9, 9),
-        (1, 1, 1, 1, 10),
-        (1, 2, 10, 11, 11),
+        # group, block, lo_rank, hi_rank, value, below, n, total, vmin, vmax
+        (0, 0, 1, 1, -3, 0, 4, 14, -3, 7),
+        (0, 0, 2, 3, 5, -3, 4, 14, -3, 7),
+        (0, 0, 4, 4, 7, 7, 4, 14, -3, 7),
+        (1, 0, 1, 70, 2, 0, 71, 149, 2, 9),  # the run of 70 twos spans blocks 0 and 1
+        (1, 1, 1, 70, 2, 0, 71, 149, 2, 9),
+        (1, 1, 71, 71, 9, 140, 71, 149, 2, 9),
     ]
     assert info.bounds_table == "t_ke_v1_bounds"
     source = sorted(con.execute("SELECT group_id, loss FROM t_ke_source").fetchall())

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
+from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
 from sqlanon.rewrite.catalog import BOUNDS_SCHEMA
 from sqlanon.rewrite.sqlbuild import cte as _cte
@@ -199,75 +200,66 @@ def _funcs(plan: _Plan) -> set[str]:
 # --- no predicate on S: bounds-table lookups ---------------------------------------------
 
 
+def _lookup(alias: str, rank: str) -> exp.Expr:
+    """Join condition finding the bounds row of ``rank`` in cell ``r``'s group (one row)."""
+    return _f(
+        f"{alias}.group_id = r.gid "
+        f'AND {alias}."block" = CAST(FLOOR(({rank} - 1) / {float(BLOCK)}) AS INTEGER) '
+        f"AND {rank} BETWEEN {alias}.lo_rank AND {alias}.hi_rank"
+    )
+
+
 def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Query]]:
+    """Per cell: its group's size, total, extremes and order statistics, looked up in the
+    bounds table (layout: sqlanon/models/ke_bounds.py) at the ranks the bounds need."""
     if not _needs_values(plan):
         return []
     funcs = _funcs(plan)
-    grp = (
-        exp.select(
-            exp.alias_(_f("b.group_id"), "gid"),
-            exp.alias_(_f("COUNT(*)"), "n"),
-            exp.alias_(_f('SUM(b."value")'), "total"),
-            exp.alias_(_f('MIN(b."value")'), "vmin"),
-            exp.alias_(_f('MAX(b."value")'), "vmax"),
-        )
-        .from_(plan.bounds("b"), copy=False)
-        .group_by(_f("b.group_id"), copy=False)
-    )
+    # The lookup at rank m brings the group's n, total, vmin, vmax; the other ranks
+    # depend on n, so they are computed here and looked up in the next CTE.
+    est = "CAST(FLOOR(CAST(b.n + 1 AS DOUBLE) / (r.m + 1)) AS BIGINT)"
     carried: list[exp.Expr] = [
-        *plan.g("s"),
-        _f("s.gid"),
-        *[_f(f"s.{m}") for m in plan.counts.values()],
-        *[_f(x) for x in ("g.n", "g.total", "g.vmin", "g.vmax")],
+        *plan.g("r"),
+        _f("r.gid"),
+        *[_f(f"r.{m}") for m in plan.counts.values()],
+        *[_f(f"b.{x}") for x in ("n", "total", "vmin", "vmax")],
+        exp.alias_(_f('b.below + (r.m - b.lo_rank + 1) * b."value"'), "low_sum"),
+        exp.alias_(_f('b."value"'), "v_m"),
+        exp.alias_(_f("b.n - r.m + 1"), "r_top"),
         # Expected rank of the minimum of m draws out of n: (n+1)/(m+1), exact in
         # floating point because numerator and denominator are integers.
-        exp.alias_(_f("CAST(FLOOR(CAST(g.n + 1 AS DOUBLE) / (s.m + 1)) AS BIGINT)"), "r_est"),
-        exp.alias_(_f("g.n - s.m + 1"), "r_top"),
+        exp.alias_(_f(est), "r_est"),
     ]
-    # Ranks are computed first so every bounds lookup below is a plain equi-join on
-    # (group_id, rank). The lookups are LEFT joins although every rank exists: with inner
-    # joins DuckDB infers bm.group_id = bt.group_id and joined the bounds copies with
-    # each other first (group size squared rows; 500x slower on 10^6 rows).
+    if "max" in funcs:
+        carried.append(exp.alias_(_f(f"b.n + 1 - {est}"), "r_bot"))
+    # Every lookup is a LEFT join although every rank exists: with inner joins DuckDB
+    # inferred equalities between the bounds copies and joined them with each other first.
     ranked = (
         exp.select(*carried)
-        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
-        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
+        .from_(exp.alias_(_cte("sel"), "r", table=True), copy=False)
+        .join(plan.bounds("b"), on=_lookup("b", "r.m"), join_type="LEFT", copy=False)
     )
     columns: list[exp.Expr] = [exp.column(str(c.alias_or_name), table="r") for c in carried]
+    # the sum of the m largest = total - the sum of the ranks below r_top = n - m + 1
     columns += [
-        _f("bm.low_sum"),
-        _f("bm.high_sum"),
-        exp.alias_(_f('bm."value"'), "v_m"),
+        exp.alias_(_f('r.total - (bt.below + (r.r_top - bt.lo_rank) * bt."value")'), "high_sum"),
+        exp.alias_(_f('bt."value"'), "v_top"),
     ]
     cell = (
         exp.select(*columns)
         .from_(exp.alias_(_cte("ranked"), "r", table=True), copy=False)
-        .join(
-            plan.bounds("bm"),
-            on=_f('bm.group_id = r.gid AND bm."rank" = r.m'),
-            join_type="LEFT",
-            copy=False,
-        )
+        .join(plan.bounds("bt"), on=_lookup("bt", "r.r_top"), join_type="LEFT", copy=False)
     )
     lookups = []
     if "min" in funcs:
-        lookups += [("bt", "r_top", "v_top"), ("be", "r_est", "v_emin")]
+        lookups.append(("be", "r_est", "v_emin"))
     if "max" in funcs:
-        lookups += [("bf", "r_bot", "v_emax")]
-        ranked = ranked.select(
-            exp.alias_(
-                _f("g.n + 1 - CAST(FLOOR(CAST(g.n + 1 AS DOUBLE) / (s.m + 1)) AS BIGINT)"), "r_bot"
-            ),
-            copy=False,
-        )
+        lookups.append(("bf", "r_bot", "v_emax"))
     for alias, rank, name in lookups:
         cell = cell.select(exp.alias_(_f(f'{alias}."value"'), name), copy=False).join(
-            plan.bounds(alias),
-            on=_f(f'{alias}.group_id = r.gid AND {alias}."rank" = r.{rank}'),
-            join_type="LEFT",
-            copy=False,
+            plan.bounds(alias), on=_lookup(alias, f"r.{rank}"), join_type="LEFT", copy=False
         )
-    return [("grp", grp), ("ranked", ranked), ("cell", cell)]
+    return [("ranked", ranked), ("cell", cell)]
 
 
 def _exact_columns(plan: _Plan) -> dict[str, dict[str, exp.Expr]]:
