@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -130,10 +131,12 @@ def audit(con: Any, family: str) -> list[dict[str, Any]]:
 
 def release_catalog(session: Session) -> dict[str, Any]:
     """The rewriter's view of every release in this database (names analysts may use)."""
-    from sqlanon.rewrite import catalog_from_rows
+    return _catalog(session, _release_rows(session))
 
-    postgres = session.dialect == "postgres"
-    if postgres:
+
+def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
+    """``(family, version, table_name, model, parameters JSON)`` of every release."""
+    if session.dialect == "postgres":
         # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
         # only the names and columns of each release.
         sql = (
@@ -146,10 +149,15 @@ def release_catalog(session: Session) -> dict[str, Any]:
             "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR) "
             "FROM sqlanon.releases ORDER BY family, version"
         )
-    rows = session.query(sql)
+    return tuple(tuple(r) for r in session.query(sql))
+
+
+def _catalog(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    from sqlanon.rewrite import catalog_from_rows
+
     if not any(r[3] == "lhd" for r in rows):
         return catalog_from_rows(rows)
-    if postgres:
+    if session.dialect == "postgres":
         # ... nor sqlanon.hierarchies: another one shows the lHD releases' hierarchies.
         found = session.query(
             "SELECT table_name, quasi, value, level, label FROM sqlanon.release_hierarchies()"
@@ -158,6 +166,31 @@ def release_catalog(session: Session) -> dict[str, Any]:
     else:
         found = _lhd_hierarchy_rows(session, rows)
     return catalog_from_rows(rows, _lhd_domains(session, rows, found))
+
+
+def session_rewrite(session: Session, sql: str, dialect: str | None = None) -> str:
+    """The interval SQL of ``sql`` against the releases of ``session``'s database.
+
+    Without lHD releases the catalog is just the release rows, so the SQL is cached on
+    (query, dialect, rows): a repeated query costs one read of ``sqlanon.releases``, and
+    any new release changes the rows. lHD catalogs also depend on hierarchies and
+    published labels and are rebuilt on every call.
+    """
+    from sqlanon.rewrite import rewrite as rewrite_sql
+
+    dialect = dialect or session.dialect
+    rows = _release_rows(session)
+    if any(r[3] == "lhd" for r in rows):
+        return rewrite_sql(sql, _catalog(session, rows), dialect)
+    return _rewrite_ke(sql, dialect, rows)
+
+
+@functools.lru_cache(maxsize=256)
+def _rewrite_ke(sql: str, dialect: str, rows: tuple[tuple[Any, ...], ...]) -> str:
+    from sqlanon.rewrite import catalog_from_rows
+    from sqlanon.rewrite import rewrite as rewrite_sql
+
+    return rewrite_sql(sql, catalog_from_rows(rows), dialect)
 
 
 def _quasi_columns(parameters: Any) -> list[str]:
@@ -233,7 +266,7 @@ def rewrite(sql: str, catalog: Any, dialect: str = "duckdb") -> str:
 
     if not isinstance(catalog, Mapping):
         with session_for(catalog) as session:
-            catalog = release_catalog(session)
+            return session_rewrite(session, sql, dialect)
     return rewrite_sql(sql, catalog, dialect)
 
 
@@ -241,5 +274,4 @@ def interval(con: Any, sql: str) -> list[dict[str, Any]]:
     """Run an analyst's aggregate query as interval SQL; one dict per output row with
     ``<name>_low``, ``<name>_high`` and ``<name>_est`` per aggregate."""
     with session_for(con) as session:
-        text = rewrite(sql, release_catalog(session), session.dialect)
-        return session.query_dicts(text)
+        return session.query_dicts(session_rewrite(session, sql))

@@ -406,13 +406,12 @@ def server_rewrite(plpy: Any, sql: str, dialect: str) -> str:
     """``sqlanon.interval_sql`` / ``sqlanon.rewrite``: the interval SQL of ``sql``."""
     from sqlglot.errors import SqlglotError
 
-    from sqlanon.api import release_catalog
+    from sqlanon.api import session_rewrite
     from sqlanon.errors import UnsupportedQueryError
-    from sqlanon.rewrite import rewrite
 
     session = PlpySession(plpy)
     try:
-        return rewrite(sql, release_catalog(session), dialect)
+        return session_rewrite(session, sql, dialect)
     except SqlglotError as exc:  # e.g. a TokenError the rewriter's parser does not wrap
         raise UnsupportedQueryError(f"cannot parse the query: {exc}") from exc
 
