@@ -525,3 +525,17 @@ def test_migration_rewrites_bounds_tables_of_older_releases(tmp_path: Path) -> N
     assert sqlanon.interval(con, query) == before
     assert sqlanon.interval(con, query.replace("people_ke", "people_ke_v1")) != before
     con.close()
+
+
+def test_cached_rewrite_follows_new_releases(db: duckdb.DuckDBPyConnection) -> None:
+    """The rewrite cache is keyed on the release rows: a new version is picked up."""
+    query = "SELECT sex, SUM(salary) AS s FROM people_ke GROUP BY sex"
+    release(db)
+    assert '"people_ke_v1"' in sqlanon.rewrite(query, db)
+    assert sqlanon.rewrite(query, db) == sqlanon.rewrite(query, db)
+    make_people(db, 20, start=60)
+    release(db)
+    text = sqlanon.rewrite(query, db)
+    assert '"people_ke_v2"' in text and '"people_ke_v1"' not in text
+    total = sum(r["s_est"] for r in sqlanon.interval(db, query))
+    assert total == pytest.approx(db.execute("SELECT sum(salary) FROM people_ke_v2").fetchone()[0])
