@@ -41,12 +41,13 @@ def rewrite(sql: str, catalog: Catalog, dialect: str = "duckdb") -> str:
     query = analyze(sql, catalog, dialect)
     tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
     _check_reads(tree, query.release)
-    return tree.sql(dialect=dialect)
+    return tree.sql(dialect=dialect, copy=False)  # the tree is not used again
 
 
 def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
     """Refuse to return SQL reading anything but the release and its bounds table."""
-    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    nodes = list(tree.walk())
+    ctes = {node.alias for node in nodes if isinstance(node, exp.CTE)}
     allowed = {("", release.table)}
     if release.bounds_table is not None:
         allowed.add((BOUNDS_SCHEMA, release.bounds_table))
@@ -54,12 +55,13 @@ def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
         raise UnsupportedQueryError(
             f"release table name {release.table!r} clashes with the rewriter's CTEs"
         )
-    for table in tree.find_all(exp.Table):
-        if table.args.get("catalog"):
-            raise AssertionError(f"rewritten SQL reads {table.sql()}")
-        if (table.db, table.name) in allowed or (not table.db and table.name in ctes):
-            continue
-        raise AssertionError(f"rewritten SQL reads {table.sql()}, which is not the release")
-    for node in tree.walk():
+    for node in nodes:
         if isinstance(node, exp.Anonymous | exp.ReadCSV | exp.Command):
             raise AssertionError(f"rewritten SQL calls {node.sql()}")
+        if not isinstance(node, exp.Table):
+            continue
+        if node.args.get("catalog"):
+            raise AssertionError(f"rewritten SQL reads {node.sql()}")
+        if (node.db, node.name) in allowed or (not node.db and node.name in ctes):
+            continue
+        raise AssertionError(f"rewritten SQL reads {node.sql()}, which is not the release")
