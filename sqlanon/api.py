@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -53,8 +53,10 @@ def release_ke(
     e: float,
     policy: str = "auto",
     seed: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Publish the next (k,e)-anonymous version of ``family``; see :func:`release.release_ke`."""
+    """Publish the next (k,e)-anonymous version of ``family``; see :func:`release.release_ke`
+    (``progress(stage, count)`` is called as rows are read, grouped and written)."""
     with session_for(con) as session:
         return release.release_ke(
             session,
@@ -67,6 +69,7 @@ def release_ke(
             e=e,
             policy=policy,
             seed=seed,
+            progress=progress,
         )
 
 
@@ -82,9 +85,10 @@ def release_lhd(
     algorithm: str = "auto",
     max_suppression: float = 0.05,
     seed: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
-    :func:`sqlanon.release_lhd.release_lhd`."""
+    :func:`sqlanon.release_lhd.release_lhd` (``progress`` as for :func:`release_ke`)."""
     # sqlanon.release_lhd names this function in the package, so import from the module
     from sqlanon.release_lhd import release_lhd as release
 
@@ -100,6 +104,7 @@ def release_lhd(
             algorithm=algorithm,
             max_suppression=max_suppression,
             seed=seed,
+            progress=progress,
         )
 
 

@@ -65,12 +65,11 @@ def _progress(stage: str, count: int) -> None:
 
 
 def _release_ke(args: argparse.Namespace) -> None:
-    from sqlanon.api import session_for
-    from sqlanon.release import release_ke
+    from sqlanon.api import release_ke
 
-    with connect(args.db) as con, session_for(con) as session:
+    with connect(args.db) as con:
         summary = release_ke(
-            session,
+            con,
             args.source,
             args.family,
             key=args.key,
@@ -86,12 +85,11 @@ def _release_ke(args: argparse.Namespace) -> None:
 
 
 def _release_lhd(args: argparse.Namespace) -> None:
-    from sqlanon.api import session_for
-    from sqlanon.release_lhd import release_lhd
+    from sqlanon.api import release_lhd
 
-    with connect(args.db) as con, session_for(con) as session:
+    with connect(args.db) as con:
         summary = release_lhd(
-            session,
+            con,
             args.source,
             args.family,
             key=args.key,
