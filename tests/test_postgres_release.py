@@ -100,3 +100,32 @@ def test_a_refused_release_writes_nothing_on_either_side(people: Any) -> None:
     assert people.execute("SELECT count(*) FROM sqlanon.releases").fetchone() == (0,)
     assert people.execute("SELECT count(*) FROM sqlanon.members").fetchone() == (0,)
     assert people.execute("SELECT count(*) FROM pg_class").fetchone() == before
+
+
+@pytest.mark.parametrize("column_type", ["integer", "numeric(9,2)", "double precision"])
+def test_bounds_and_intervals_for_each_sensitive_type(people: Any, column_type: str) -> None:
+    """numpy writes the bounds of integers, PostgreSQL's own arithmetic those of numeric
+    and double columns: intervals hold the truth either way, with groups over 64 rows."""
+    people.execute(ADD_PEOPLE, [61, 400])
+    people.execute(f"ALTER TABLE people ALTER salary TYPE {column_type}")
+    if column_type != "integer":
+        people.execute("UPDATE people SET salary = salary + 0.25 * mod(id, 4)")
+    sqlanon.release_ke(
+        people, "people", "typed_ke", key="id", sensitive="salary", quasi=["age", "sex"], k=3,
+        e=300, seed=7,
+    )  # fmt: skip
+    assert people.execute('SELECT max(block) FROM sqlanon."typed_ke_v1_bounds"').fetchone()[0] > 0
+    query = (
+        "SELECT sex, SUM(salary) AS total, AVG(salary) AS mean, MIN(salary) AS lo, "
+        "MAX(salary) AS hi FROM typed_ke WHERE age < 45 GROUP BY sex"
+    )
+    truth = {
+        r[0]: r[1:]
+        for r in people.execute(query.replace("FROM typed_ke", "FROM people")).fetchall()
+    }
+    answers = sqlanon.interval(people, query)
+    assert {a["sex"] for a in answers} == set(truth)
+    for a in answers:
+        for name, value in zip(("total", "mean", "lo", "hi"), truth[a["sex"]], strict=True):
+            slack = 1e-9 * max(1.0, abs(float(value)))
+            assert float(a[f"{name}_low"]) - slack <= float(value) <= float(a[f"{name}_high"]) + slack
