@@ -243,33 +243,44 @@ def write_members(
     group: np.ndarray,
     cell: np.ndarray,
     status: np.ndarray,
+    row_hash: np.ndarray | None = None,
 ) -> None:
     """Record every record's state for this version (private).
 
-    ``keys`` are the records' keys as text (as read); ``status`` holds 'published',
-    'held_back' or 'suppressed'. The row fingerprints are computed in SQL from the source
-    (over ``published_columns``), the same expression the next release compares against.
+    ``keys`` are the records' keys as read (text, or integers for an integer key);
+    ``status`` holds 'published', 'held_back' or 'suppressed'. The row fingerprints
+    (over ``published_columns``, the same expression the next release compares against)
+    are computed in SQL from the source, or given as ``row_hash`` when the release read
+    them with the source rows in this transaction (DuckDB's ``ke_read_source``): then
+    the state is written without joining the source again.
     """
     published = status == "published"
     codes = np.zeros(len(status), dtype=np.int64)
     for name, code in _STATUS.items():
         codes[status == name] = code
-    join_keys, key_type = _join_keys(keys, source.columns[key])
-    session.load_temp(
-        "_sqlanon_members",
-        {
-            "record_key": join_keys,
-            "group_id": np.where(published, group, -1).astype(np.int64),
-            "cell_id": np.where(published, cell, -1).astype(np.int64),
-            "status": codes,
-        },
-        {"record_key": key_type, "group_id": "INTEGER", "cell_id": "BIGINT", "status": "SMALLINT"},
-    )
+    columns = {
+        "group_id": np.where(published, group, -1).astype(np.int64),
+        "cell_id": np.where(published, cell, -1).astype(np.int64),
+        "status": codes,
+    }
+    types = {"group_id": "INTEGER", "cell_id": "BIGINT", "status": "SMALLINT"}
     q = session.quote_ident
+    if row_hash is None:
+        join_keys, key_type = _join_keys(keys, source.columns[key])
+        name = "write_members"
+    else:
+        # the SQL stores CAST(record_key AS text): the text as read, or the integer's text
+        integer = _INTEGER.search(source.columns[key].lower())
+        join_keys, key_type = (keys.astype(np.int64), "BIGINT") if integer else (keys, "VARCHAR")
+        columns["row_hash"], types["row_hash"] = row_hash, "UBIGINT"
+        name = "write_members_hashed"
+    session.load_temp(
+        "_sqlanon_members", {"record_key": join_keys, **columns}, {"record_key": key_type, **types}
+    )
     session.execute(
         _sql(
             session,
-            "write_members",
+            name,
             source=source.qualified(session),
             key=q(key),
             hashed=_idents(session, published_columns, "src"),
@@ -349,10 +360,14 @@ def release_ke(
         source_rows = _profile_source(session, src, key, sensitive)
 
         q = session.quote_ident
+        # DuckDB reads an integer key as it is; elsewhere keys arrive as text.
+        read = "ke_read_source"
+        if session.dialect == "duckdb" and _INTEGER.search(src.columns[key].lower()):
+            read = "ke_read_source_int_key"
         rows = session.query_arrays(
             _sql(
                 session,
-                "ke_read_source",
+                read,
                 key=q(key),
                 sensitive=q(sensitive),
                 hashed=_idents(session, [*quasi, sensitive], "src"),
@@ -449,6 +464,7 @@ def release_ke(
             plan.group,
             plan.cell,
             status,
+            rows.get("row_hash"),
         )
         summary = catalog.Release(
             family=family,
