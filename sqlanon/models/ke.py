@@ -810,7 +810,9 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
         keys[redraw] = high[redraw] | (rng.uint64(int(redraw.sum())) >> np.uint64(group_bits))
     # Sorting by group puts each group's records in one slot range, in the same group
     # order as ``sources``: slot i of a group receives the value of its i-th shuffled source.
-    slots = np.argsort(g, kind="stable")
+    # (A stable sort of 16-bit ids is a radix sort: the same slots, in O(n).)
+    small = int(g.max()) <= np.iinfo(np.int16).max
+    slots = np.argsort(g.astype(np.int16) if small else g, kind="stable")
     p = np.empty(n, dtype=np.int64)
     p[slots] = sources
     held = g < 0
