@@ -131,3 +131,34 @@ def test_cell_stats_past_the_16_bit_sort():
     rng = np.random.default_rng(3)
     cell = rng.integers(0, 40_000, 120_000)
     check_cell_stats(cell, rng.integers(0, 50, len(cell)).astype(np.float64))
+
+
+@SETTINGS
+@given(
+    st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=300),
+    st.integers(0, 64),
+    st.booleans(),
+)
+def test_key_argsort_matches_numpy(keys, random_bits, share_top_bits):
+    array = np.asarray(keys, dtype=np.uint64)
+    if share_top_bits and len(array) > 1:  # two keys equal above the index bits
+        array[1] = array[0] ^ np.uint64(1)
+    # the packed sort runs only when the keys are distinct above the index bits
+    assert ke._argsort_keys(array, random_bits).tolist() == np.argsort(array).tolist()
+
+
+def test_seeded_shuffle_is_unchanged():
+    # the packed sort must give the permutation numpy's argsort gave
+    group = np.repeat(np.arange(40), 50)
+    rng = np.random.default_rng(9)
+    group = group[rng.permutation(len(group))]
+    p = ke.permute_within_groups(group, ke.secure_rng(123))
+    keys_rng = ke.secure_rng(123)
+    group_bits = int(group.max() + 2).bit_length()
+    keys = ((group + 1).astype(np.uint64) << np.uint64(64 - group_bits)) | (
+        keys_rng.uint64(len(group)) >> np.uint64(group_bits)
+    )
+    slots = np.argsort(group, kind="stable")
+    expected = np.empty(len(group), dtype=np.int64)
+    expected[slots] = np.argsort(keys)
+    assert p.tolist() == expected.tolist()
