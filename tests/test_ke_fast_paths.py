@@ -162,3 +162,18 @@ def test_seeded_shuffle_is_unchanged():
     expected = np.empty(len(group), dtype=np.int64)
     expected[slots] = np.argsort(keys)
     assert p.tolist() == expected.tolist()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 9)), max_size=200))
+def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
+    from sqlanon.release import _by_group_and_value
+
+    group = np.asarray([g for g, _ in pairs], dtype=np.int64)
+    values = np.asarray([x for _, x in pairs], dtype=np.float64)
+    order = _by_group_and_value(values, group)
+    assert sorted(order.tolist()) == np.flatnonzero(group >= 0).tolist()
+    expected = np.lexsort((values, group))
+    expected = expected[group[expected] >= 0]
+    assert group[order].tolist() == group[expected].tolist()
+    assert values[order].tolist() == values[expected].tolist()
