@@ -259,6 +259,9 @@ class _Sorted:
         an unstable sort gives the dense ranks, then one sort of the integer keys
         (rank, record index) puts equal values back in record order."""
         n = len(v)
+        if n > 2**31:  # rank * n + index would not fit in 63 bits
+            order = np.argsort(v, kind="stable")
+            return _Sorted(order=order, s=v[order], ranks=_dense_ranks(v[order]))
         unstable = np.argsort(v)
         ranks = _dense_ranks(v[unstable])
         key = np.empty(n, dtype=np.int64)
