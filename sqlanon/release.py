@@ -219,24 +219,14 @@ def _refuse_changed(keys: np.ndarray, changed: np.ndarray, family: str) -> None:
 
 
 def random_order(n: int, seed: int | None) -> np.ndarray:
-    """Distinct random sort keys, one per row (CSPRNG unless a test seed is given):
-    ``ORDER BY`` them is a uniformly random row order.
-
-    Independent uniform 63-bit keys (they travel as BIGINT), all drawn again in the rare
-    case two tie (about n^2 / 2^64: once in 10^7 releases of 10^6 rows); given that they
-    are distinct, every order is equally likely. A seed orders the rows as the ranks of
-    its keys did before (the same keys).
-    """
-    generator = None if seed is None else np.random.default_rng([seed, 1])
-    while True:
-        if generator is None:
-            raw = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) >> np.uint64(1)
-        else:
-            raw = generator.integers(0, 2**63, n, dtype=np.uint64)
-        keys = raw.astype(np.int64)
-        ordered = np.sort(keys)
-        if not (ordered[1:] == ordered[:-1]).any():
-            return keys
+    """A uniformly random rank per row (CSPRNG unless a test seed is given)."""
+    if seed is None:
+        keys = np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+    else:
+        keys = np.random.default_rng([seed, 1]).integers(0, 2**63, n, dtype=np.uint64)
+    order = np.empty(n, dtype=np.int64)
+    order[ke.argsort_random_keys(keys, 63, stable=True)] = np.arange(n, dtype=np.int64)
+    return order
 
 
 _STATUS = {"published": 0, "held_back": 1, "suppressed": 2}

@@ -144,7 +144,10 @@ def test_key_argsort_matches_numpy(keys, random_bits, share_top_bits):
     if share_top_bits and len(array) > 1:  # two keys equal above the index bits
         array[1] = array[0] ^ np.uint64(1)
     # the packed sort runs only when the keys are distinct above the index bits
-    assert ke._argsort_keys(array, random_bits).tolist() == np.argsort(array).tolist()
+    got = ke.argsort_random_keys(array, random_bits)
+    assert got.tolist() == np.argsort(array).tolist()
+    got = ke.argsort_random_keys(array, random_bits, stable=True)
+    assert got.tolist() == np.argsort(array, kind="stable").tolist()
 
 
 def test_seeded_shuffle_is_unchanged():
@@ -177,3 +180,14 @@ def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
     expected = expected[group[expected] >= 0]
     assert group[order].tolist() == group[expected].tolist()
     assert values[order].tolist() == values[expected].tolist()
+
+
+def test_random_row_ranks_are_unchanged_for_a_seed():
+    from sqlanon.release import random_order
+
+    for n in (0, 1, 7, 5000):
+        keys = np.random.default_rng([3, 1]).integers(0, 2**63, n, dtype=np.uint64)
+        expected = np.empty(n, dtype=np.int64)
+        expected[np.argsort(keys, kind="stable")] = np.arange(n)
+        assert random_order(n, 3).tolist() == expected.tolist()
+    assert sorted(random_order(1000, None).tolist()) == list(range(1000))

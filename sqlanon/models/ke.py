@@ -29,6 +29,7 @@ from sqlanon.errors import ConfigError, InfeasibleError
 __all__ = [
     "KePlan",
     "SecureRandom",
+    "argsort_random_keys",
     "optimal_partition",
     "permute_within_groups",
     "plan_release",
@@ -804,7 +805,7 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
     high = (g + 1).astype(np.uint64) << random_bits
     keys = high | (rng.uint64(n) >> np.uint64(group_bits))
     while True:
-        sources = _argsort_keys(keys, 64 - group_bits)
+        sources = argsort_random_keys(keys, 64 - group_bits)
         ordered = keys[sources]
         ties = ordered[1:] == ordered[:-1]
         if not ties.any():
@@ -823,22 +824,23 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
     return p
 
 
-def _argsort_keys(keys: np.ndarray, random_bits: int) -> np.ndarray:
-    """``np.argsort(keys)`` for uint64 keys whose low ``random_bits`` are random, faster.
+def argsort_random_keys(keys: np.ndarray, random_bits: int, *, stable: bool = False) -> np.ndarray:
+    """``np.argsort(keys, kind="stable" if stable else None)`` for uint64 keys whose low
+    ``random_bits`` are random, faster.
 
     Each key's bits above the index width, with the record index packed below them, sort
     as plain integers (about 5x faster than an argsort); when no two keys share those top
-    bits that is the keys' order exactly, else (or with too few random bits left above
-    the index for that to be likely) the argsort runs.
+    bits that is the keys' order exactly (there are no ties to break), else (or with too
+    few random bits left above the index for that to be likely) the argsort runs.
     """
     n = len(keys)
     index_bits = max(n - 1, 1).bit_length()
     if random_bits - index_bits < 30:
-        return np.argsort(keys)
+        return np.argsort(keys, kind="stable" if stable else None)
     shift = np.uint64(index_bits)
     packed = ((keys >> shift) << shift) | np.arange(n, dtype=np.uint64)
     packed.sort()
     top = packed >> shift
     if (top[1:] == top[:-1]).any():
-        return np.argsort(keys)
+        return np.argsort(keys, kind="stable" if stable else None)
     return (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
