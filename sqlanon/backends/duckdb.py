@@ -12,6 +12,7 @@ import functools
 import itertools
 import json
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -98,8 +99,13 @@ class DuckDBSession:
 
 
 def _unmask(values: Any) -> np.ndarray:
-    """NULLs arrive as a masked array: NaN for numbers, None for everything else."""
-    if not isinstance(values, np.ma.MaskedArray):
+    """NULLs arrive as a masked array: NaN for numbers, None for everything else.
+
+    ``np.ma`` is imported on first use (~40 ms): a result can hold a masked array only if
+    DuckDB imported it already, so it is looked up, never loaded, here.
+    """
+    masked = sys.modules.get("numpy.ma")
+    if masked is None or not isinstance(values, masked.MaskedArray):
         return np.asarray(values)
     if values.dtype.kind in "fiu":
         return np.ma.filled(values.astype(np.float64), np.nan)

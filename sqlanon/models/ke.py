@@ -19,6 +19,7 @@ import dataclasses
 import math
 import os
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ from sqlanon.errors import ConfigError, InfeasibleError
 __all__ = [
     "KePlan",
     "SecureRandom",
+    "argsort_random_keys",
     "optimal_partition",
     "permute_within_groups",
     "plan_release",
@@ -79,11 +81,15 @@ def _run_starts(ranks: np.ndarray, s: np.ndarray, last: np.ndarray, k: int, e: f
 
     ``s`` is sorted and ``ranks`` are its dense ranks, so s[p..last] holds
     ``ranks[last] - ranks[p] + 1`` distinct values; both conditions hold for every start
-    up to a threshold, found by binary search.
+    up to a threshold: the last record of the largest distinct value allowed by each.
     """
-    by_rank = np.searchsorted(ranks, ranks[last] - (k - 1), side="right") - 1
-    by_range = np.searchsorted(s, s[last] - e, side="right") - 1
-    return np.minimum(by_rank, by_range)
+    ends = np.flatnonzero(np.append(ranks[1:] != ranks[:-1], True))  # last index per rank
+    distinct = s[ends]
+    rank = ranks[last]
+    by_rank = rank - (k - 1)
+    by_range = np.searchsorted(distinct, distinct - e, side="right")[rank] - 1
+    first = np.minimum(by_rank, by_range)
+    return np.where(first >= 0, ends[np.maximum(first, 0)], -1)
 
 
 def _dense_ranks(s: np.ndarray) -> np.ndarray:
@@ -108,6 +114,11 @@ def _infeasible_message(s: np.ndarray, k: int, e: float, what: str) -> str:
     )
 
 
+#: A block of the static DP shorter than this runs element by element: numpy's per-call
+#: overhead would cost more than the loop.
+_SHORT_BLOCK = 32
+
+
 def _sorted_partition(s: np.ndarray, ranks: np.ndarray, k: int, e: float) -> np.ndarray:
     """Optimal run boundaries of sorted ``s``: starts of the runs, ascending, first is 0.
 
@@ -116,15 +127,43 @@ def _sorted_partition(s: np.ndarray, ranks: np.ndarray, k: int, e: float) -> np.
     whole is valid, so J(n) >= 0 and the backtrack from n reaches 0.
     """
     n = len(s)
-    # limit[i] = J(i+1): largest valid start of a run whose last element is s[i].
+    # limit[i] = J(i+1): largest valid start of a run whose last element is s[i], -1 if none.
     limit = _run_starts(ranks, s, np.arange(n), k, e)
-    # best[j] = min_{j' <= j} (f[j'] - s[j']), arg[j] its argmin. best[n] is never written
-    # and stays +inf: "no valid start" (limit -1) reads it, so the loop needs no branch.
-    limit[limit < 0] = n
     step = np.empty(n, dtype=np.float64)  # f[i] - s[i] = step[i] + best[J(i)] for i >= 1
     step[0] = 0.0
     step[1:] = s[:-1] - s[1:]
-    limit_list = limit.tolist()
+    long_starts = _long_block_starts(limit, _SHORT_BLOCK)
+    arg: Sequence[int] | np.ndarray
+    if 2 * len(long_starts) < n:
+        arg = _best_starts_loop(s, limit, step)
+    else:
+        arg = _best_starts_blocked(s, limit, step, long_starts)
+    starts = []
+    end = n
+    while end > 0:
+        start = arg[limit[end - 1]]
+        starts.append(start)
+        end = start
+    starts.reverse()
+    return np.asarray(starts, dtype=np.int64)
+
+
+def _long_block_starts(limit: np.ndarray, size: int) -> np.ndarray:
+    """The p >= 1 whose block (see ``_best_starts_blocked``) holds at least ``size``
+    entries: all of p..p+size-1 read entries before p, i.e. limit[p + size - 2] < p."""
+    p = np.arange(1, max(len(limit) - size + 2, 1))
+    return p[limit[p + size - 2] < p]
+
+
+def _best_starts_loop(s: np.ndarray, limit: np.ndarray, step: np.ndarray) -> list[int]:
+    """arg[j] = the first j' <= j minimising f[j'] - s[j'], as a plain loop.
+
+    best[j] = min_{j' <= j} (f[j'] - s[j']) and f[i] - s[i] = best[J(i)] + step[i].
+    arg[-1] (read for "no valid start", limit -1) is 0 and never chosen.
+    """
+    n = len(s)
+    # best[n] is never written and stays +inf: "no valid start" (limit -1) reads it.
+    limit_list = np.where(limit < 0, n, limit).tolist()
     step_list = step.tolist()
     best = [math.inf] * (n + 1)
     arg = [0] * (n + 1)
@@ -138,14 +177,53 @@ def _sorted_partition(s: np.ndarray, ranks: np.ndarray, k: int, e: float) -> np.
             current_arg = i
         best[i] = current
         arg[i] = current_arg
-    starts = []
-    end = n
-    while end > 0:
-        start = arg[limit_list[end - 1]]
-        starts.append(start)
-        end = start
-    starts.reverse()
-    return np.asarray(starts, dtype=np.int64)
+    return arg
+
+
+def _best_starts_blocked(
+    s: np.ndarray, limit: np.ndarray, step: np.ndarray, long_starts: np.ndarray
+) -> np.ndarray:
+    """``_best_starts_loop`` by blocks: the same floating-point operations, same result.
+
+    J is nondecreasing and J(i) < i, so for every i in a block p..q-1 with J(q - 1) < p
+    the candidates best[J(i)] + step[i] read only finished entries: the block is one
+    gather, one add and one running minimum. ``long_starts`` lists the p whose block holds
+    at least ``_SHORT_BLOCK`` entries (long where runs hold many records, as with many
+    duplicates); between them the entries are computed one by one.
+    """
+    n = len(s)
+    reads = np.where(limit < 0, n, limit)
+    best = np.full(n + 1, math.inf)
+    arg = np.zeros(n + 1, dtype=np.int64)
+    best[0] = -float(s[0])
+    i = 1
+    while i < n:
+        at = int(np.searchsorted(long_starts, i))
+        stop = int(long_starts[at]) if at < len(long_starts) else n
+        if stop > i:
+            current, current_arg = best.item(i - 1), arg.item(i - 1)
+            done: list[float] = []  # best[i..j-1]
+            args: list[int] = []
+            for j, read, add in zip(
+                range(i, stop), reads[i - 1 : stop - 1].tolist(), step[i:stop].tolist(), strict=True
+            ):
+                candidate = (done[read - i] if i <= read < stop else best.item(read)) + add
+                if candidate < current:
+                    current, current_arg = candidate, j
+                done.append(current)
+                args.append(current_arg)
+            best[i:stop] = done
+            arg[i:stop] = args
+            i = stop
+            continue
+        end = min(int(np.searchsorted(limit, i, side="left")) + 1, n)  # first reading i
+        candidate = best[reads[i - 1 : end - 1]] + step[i:end]
+        running = np.minimum.accumulate(np.concatenate(([best[i - 1]], candidate)))
+        improved = candidate < running[:-1]
+        best[i:end] = running[1:]
+        arg[i:end] = np.maximum.accumulate(np.where(improved, np.arange(i, end), arg[i - 1]))
+        i = end
+    return arg
 
 
 def optimal_partition(values: np.ndarray, k: int, e: float) -> np.ndarray:
@@ -162,20 +240,53 @@ def optimal_partition(values: np.ndarray, k: int, e: float) -> np.ndarray:
     """
     k, e = _check_parameters(k, e)
     v = _as_values(values)
-    n = len(v)
-    if n == 0:
+    if len(v) == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.argsort(v, kind="stable")
-    s = v[order]
-    ranks = _dense_ranks(s)
-    if ranks[-1] + 1 < k or s[-1] - s[0] < e:
+    return _optimal_groups(_Sorted.of(v), k, e)
+
+
+@dataclass(frozen=True)
+class _Sorted:
+    """Values sorted once (stable: equal values keep record order), shared by the static
+    optimum and the planner."""
+
+    order: np.ndarray  # record index at each sorted position
+    s: np.ndarray  # the values in sorted order
+    ranks: np.ndarray  # dense ranks of ``s``
+
+    @staticmethod
+    def of(v: np.ndarray) -> _Sorted:
+        """The same ``order`` as ``np.argsort(v, kind="stable")``, about twice as fast:
+        an unstable sort gives the dense ranks, then one sort of the integer keys
+        (rank, record index) puts equal values back in record order."""
+        n = len(v)
+        if n > 2**31:  # rank * n + index would not fit in 63 bits
+            order = np.argsort(v, kind="stable")
+            return _Sorted(order=order, s=v[order], ranks=_dense_ranks(v[order]))
+        unstable = np.argsort(v)
+        ranks = _dense_ranks(v[unstable])
+        key = np.empty(n, dtype=np.int64)
+        key[unstable] = ranks * n
+        key += np.arange(n)
+        key.sort()
+        order = key % n
+        return _Sorted(order=order, s=v[order], ranks=ranks)
+
+    def feasible(self, k: int, e: float) -> bool:
+        return bool(self.ranks[-1] + 1 >= k and self.s[-1] - self.s[0] >= e)
+
+
+def _optimal_groups(data: _Sorted, k: int, e: float) -> np.ndarray:
+    """``optimal_partition`` of non-empty values already sorted."""
+    s = data.s
+    if not data.feasible(k, e):
         raise InfeasibleError(_infeasible_message(s, k, e, "the data"))
-    starts = _sorted_partition(s, ranks, k, e)
-    sorted_group = np.zeros(n, dtype=np.int64)
+    starts = _sorted_partition(s, data.ranks, k, e)
+    sorted_group = np.zeros(len(s), dtype=np.int64)
     sorted_group[starts[1:]] = 1
     sorted_group = np.cumsum(sorted_group)
-    group = np.empty(n, dtype=np.int64)
-    group[order] = sorted_group
+    group = np.empty(len(s), dtype=np.int64)
+    group[data.order] = sorted_group
     return group
 
 
@@ -189,12 +300,24 @@ def sum_of_errors(values: np.ndarray, group: np.ndarray) -> float:
     if not keep.any():
         return 0.0
     v, g = v[keep], g[keep]
-    ids, inverse = np.unique(g, return_inverse=True)
+    ids, inverse = _unique_ids(g)
     low = np.full(len(ids), np.inf)
     high = np.full(len(ids), -np.inf)
     np.minimum.at(low, inverse, v)
     np.maximum.at(high, inverse, v)
     return float((high - low).sum())
+
+
+def _unique_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for ids >= 0, by a lookup table when the ids
+    span little more than their count (group and cell ids are dense): O(n), no sort."""
+    if len(ids) == 0 or int(ids.max()) >= 4 * len(ids) + 1024:
+        return np.unique(ids, return_inverse=True)
+    present = np.bincount(ids) > 0
+    unique = np.flatnonzero(present)
+    if len(unique) == len(present):
+        return unique, ids
+    return unique, (np.cumsum(present) - 1)[ids]
 
 
 # ------------------------------------------------------------------ incremental planner
@@ -295,13 +418,14 @@ def plan_release(
         first = optimal_partition(v, k, e)
         plan = _make_plan(v, first, first.copy())
         return dataclasses.replace(plan, static_optimum=plan.sum_of_errors)
-    static = _static_optimum(v, k, e)
+    data = _Sorted.of(v)
+    static = _static_optimum(data, k, e)
     if policy == "paper":
         from sqlanon.models.ke_paper import plan_paper
 
         return dataclasses.replace(plan_paper(v, cell, group, k, e), static_optimum=static)
-    cell_dense = _check_old_cells(v, cell, group, k, e)
-    elements = _Elements.build(v, cell_dense, k, e)
+    cell_dense = _check_old_cells(v, cell, group, k, e, data.order)
+    elements = _Elements.build(v, cell_dense, k, e, data.order)
     if policy == "merge":
         runs = _best_runs(elements, lexicographic=True, one_atom=False, penalty=0.0)
     elif policy == "defer":
@@ -312,11 +436,15 @@ def plan_release(
     return dataclasses.replace(plan, static_optimum=static)
 
 
-def _static_optimum(v: np.ndarray, k: int, e: float) -> float | None:
-    try:
-        return sum_of_errors(v, optimal_partition(v, k, e))
-    except InfeasibleError:
+def _static_optimum(data: _Sorted, k: int, e: float) -> float | None:
+    """``sum_of_errors(v, optimal_partition(v))`` (the same float: the same spans summed in
+    the same order), None when infeasible."""
+    if not data.feasible(k, e):
         return None
+    s = data.s
+    starts = _sorted_partition(s, data.ranks, k, e)
+    ends = np.append(starts[1:], len(s))
+    return float((s[ends - 1] - s[starts]).sum())
 
 
 def _as_ids(ids: np.ndarray, n: int, name: str) -> np.ndarray:
@@ -332,17 +460,27 @@ def _as_ids(ids: np.ndarray, n: int, name: str) -> np.ndarray:
 
 
 def _check_old_cells(
-    v: np.ndarray, cell: np.ndarray, group: np.ndarray, k: int, e: float
+    v: np.ndarray, cell: np.ndarray, group: np.ndarray, k: int, e: float, order: np.ndarray
 ) -> np.ndarray:
-    """Dense cell ids (0..c-1, -1 for unpublished); refuses inconsistent or invalid cells."""
+    """Dense cell ids (0..c-1, -1 for unpublished); refuses inconsistent or invalid cells.
+
+    ``order`` sorts ``v`` stably (``_Sorted.order``).
+    """
     old = cell >= 0
-    ids, inverse = np.unique(cell[old], return_inverse=True)
-    pairs = np.unique(inverse * (int(group.max()) + 1) + group[old])
-    if len(pairs) != len(ids):
+    ids, inverse = _unique_ids(cell[old])
+    old_group = group[old]
+    group_low = np.full(len(ids), np.iinfo(np.int64).max)
+    group_high = np.full(len(ids), -1)
+    np.minimum.at(group_low, inverse, old_group)
+    np.maximum.at(group_high, inverse, old_group)
+    if (group_low != group_high).any():
         raise ConfigError(
             "every record of a cell must have the same prev_group; the state is corrupt"
         )
-    distinct, low, high = _cell_stats(v[old], inverse, len(ids))
+    dense = np.full(len(v), -1, dtype=np.int64)
+    dense[old] = inverse
+    by_value = order[old[order]]
+    distinct, low, high = _cell_stats(v[by_value], dense[by_value], len(ids))
     bad = np.flatnonzero((distinct < k) | (high - low < e))
     if len(bad):
         c = bad[0]
@@ -351,17 +489,17 @@ def _check_old_cells(
             f"{float(high[c] - low[c]):g}, below k={k}, e={e:g}: a release family must keep "
             "the k and e of its first version"
         )
-    dense = np.full(len(v), -1, dtype=np.int64)
-    dense[old] = inverse
     return dense
 
 
 def _cell_stats(
-    v: np.ndarray, cell: np.ndarray, count: int
+    s: np.ndarray, cell: np.ndarray, count: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per cell 0..count-1: (distinct values, min, max)."""
-    order = np.lexsort((v, cell))
-    c, s = cell[order], v[order]
+    """Per cell 0..count-1: (distinct values, min, max) of values ``s`` sorted ascending."""
+    # A stable sort by cell keeps each cell's values ascending; 16-bit keys sort in O(n).
+    key = cell.astype(np.int16) if count <= np.iinfo(np.int16).max else cell
+    order = np.argsort(key, kind="stable")
+    c, s = cell[order], s[order]
     first = np.ones(len(s), dtype=bool)
     first[1:] = (c[1:] != c[:-1]) | (s[1:] != s[:-1])
     distinct = np.bincount(c[first], minlength=count)
@@ -394,7 +532,8 @@ class _Elements:
     last_valid_start: np.ndarray  # per element t: largest j with elements j..t a valid run
 
     @staticmethod
-    def build(v: np.ndarray, cell: np.ndarray, k: int, e: float) -> _Elements:
+    def build(v: np.ndarray, cell: np.ndarray, k: int, e: float, order: np.ndarray) -> _Elements:
+        """``order`` sorts ``v`` stably (``_Sorted.order``)."""
         old = cell >= 0
         count = int(cell.max()) + 1
         low = np.full(count, np.inf)
@@ -413,8 +552,7 @@ class _Elements:
         atom_of_cell = np.empty(count, dtype=np.int64)
         atom_of_cell[by_low] = atom_sorted
 
-        new_records = np.flatnonzero(~old)
-        new_records = new_records[np.argsort(v[new_records], kind="stable")]
+        new_records = order[~old[order]]
         x = v[new_records]
         atom = np.searchsorted(atom_left, x, side="right") - 1
         inside = (atom >= 0) & (x <= atom_right[np.maximum(atom, 0)])
@@ -595,7 +733,7 @@ def _next_cells(cell: np.ndarray, group: np.ndarray) -> np.ndarray:
     published = group >= 0
     key = group[published] * (int(cell.max()) + 2) + (cell[published] + 1)
     out = np.full(len(group), -1, dtype=np.int64)
-    out[published] = np.unique(key, return_inverse=True)[1]
+    out[published] = _unique_ids(key)[1]
     return out
 
 
@@ -667,7 +805,7 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
     high = (g + 1).astype(np.uint64) << random_bits
     keys = high | (rng.uint64(n) >> np.uint64(group_bits))
     while True:
-        sources = np.argsort(keys)
+        sources = argsort_random_keys(keys, 64 - group_bits)
         ordered = keys[sources]
         ties = ordered[1:] == ordered[:-1]
         if not ties.any():
@@ -676,9 +814,33 @@ def permute_within_groups(group: np.ndarray, rng: SecureRandom) -> np.ndarray:
         keys[redraw] = high[redraw] | (rng.uint64(int(redraw.sum())) >> np.uint64(group_bits))
     # Sorting by group puts each group's records in one slot range, in the same group
     # order as ``sources``: slot i of a group receives the value of its i-th shuffled source.
-    slots = np.argsort(g, kind="stable")
+    # (A stable sort of 16-bit ids is a radix sort: the same slots, in O(n).)
+    small = int(g.max()) <= np.iinfo(np.int16).max
+    slots = np.argsort(g.astype(np.int16) if small else g, kind="stable")
     p = np.empty(n, dtype=np.int64)
     p[slots] = sources
     held = g < 0
     p[held] = np.flatnonzero(held)
     return p
+
+
+def argsort_random_keys(keys: np.ndarray, random_bits: int, *, stable: bool = False) -> np.ndarray:
+    """``np.argsort(keys, kind="stable" if stable else None)`` for uint64 keys whose low
+    ``random_bits`` are random, faster.
+
+    Each key's bits above the index width, with the record index packed below them, sort
+    as plain integers (about 5x faster than an argsort); when no two keys share those top
+    bits that is the keys' order exactly (there are no ties to break), else (or with too
+    few random bits left above the index for that to be likely) the argsort runs.
+    """
+    n = len(keys)
+    index_bits = max(n - 1, 1).bit_length()
+    if random_bits - index_bits < 30:
+        return np.argsort(keys, kind="stable" if stable else None)
+    shift = np.uint64(index_bits)
+    packed = ((keys >> shift) << shift) | np.arange(n, dtype=np.uint64)
+    packed.sort()
+    top = packed >> shift
+    if (top[1:] == top[:-1]).any():
+        return np.argsort(keys, kind="stable" if stable else None)
+    return (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
