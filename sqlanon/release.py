@@ -236,46 +236,43 @@ def write_members(
     session: Session,
     family: str,
     version: int,
-    source: Source,
-    key: str,
-    published_columns: Sequence[str],
     keys: np.ndarray,
     group: np.ndarray,
     cell: np.ndarray,
     status: np.ndarray,
+    row_hash: np.ndarray,
 ) -> None:
     """Record every record's state for this version (private).
 
     ``keys`` are the records' keys as text (as read); ``status`` holds 'published',
-    'held_back' or 'suppressed'. The row fingerprints are computed in SQL from the source
-    (over ``published_columns``), the same expression the next release compares against.
+    'held_back' or 'suppressed'; ``row_hash`` the fingerprints of the published columns
+    (quasi + sensitive) that the source read computed in SQL (its ``row_hash``), the
+    expression the next release compares against. They are stored as read, so they
+    fingerprint exactly the values the model saw.
     """
     published = status == "published"
     codes = np.zeros(len(status), dtype=np.int64)
     for name, code in _STATUS.items():
         codes[status == name] = code
-    join_keys, key_type = _join_keys(keys, source.columns[key])
     session.load_temp(
         "_sqlanon_members",
         {
-            "record_key": join_keys,
+            "record_key": keys,
             "group_id": np.where(published, group, -1).astype(np.int64),
             "cell_id": np.where(published, cell, -1).astype(np.int64),
             "status": codes,
+            "row_hash": row_hash,
         },
-        {"record_key": key_type, "group_id": "INTEGER", "cell_id": "BIGINT", "status": "SMALLINT"},
+        {
+            "record_key": "VARCHAR",
+            "group_id": "INTEGER",
+            "cell_id": "BIGINT",
+            "status": "SMALLINT",
+            # DuckDB's hash() is unsigned; PostgreSQL's fingerprints are signed.
+            "row_hash": "UBIGINT" if row_hash.dtype == np.uint64 else "BIGINT",
+        },
     )
-    q = session.quote_ident
-    session.execute(
-        _sql(
-            session,
-            "write_members",
-            source=source.qualified(session),
-            key=q(key),
-            hashed=_idents(session, published_columns, "src"),
-        ),
-        [family, version],
-    )
+    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
     session.execute("DROP TABLE _sqlanon_members")
 
 
@@ -439,16 +436,7 @@ def release_ke(
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
         status = np.where(chosen, "published", "held_back")
         write_members(
-            session,
-            family,
-            version,
-            src,
-            key,
-            [*quasi, sensitive],
-            keys,
-            plan.group,
-            plan.cell,
-            status,
+            session, family, version, keys, plan.group, plan.cell, status, rows["row_hash"]
         )
         summary = catalog.Release(
             family=family,

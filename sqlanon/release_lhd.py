@@ -410,13 +410,11 @@ def release_lhd(
             session,
             family,
             version,
-            src,
-            key,
-            [*quasi, *sensitive],
             keys,
             plan.class_id,
             cell.reshape(-1),
             status,
+            rows["row_hash"],
         )
         summary = catalog.Release(
             family=family,

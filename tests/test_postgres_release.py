@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import sqlanon
-from sqlanon.errors import InfeasibleError
+from sqlanon.errors import InfeasibleError, UnsafeReleaseError
 from sqlanon.pg_install import install_postgres, with_prologue
 
 pytestmark = pytest.mark.postgres
@@ -100,3 +100,63 @@ def test_a_refused_release_writes_nothing_on_either_side(people: Any) -> None:
     assert people.execute("SELECT count(*) FROM sqlanon.releases").fetchone() == (0,)
     assert people.execute("SELECT count(*) FROM sqlanon.members").fetchone() == (0,)
     assert people.execute("SELECT count(*) FROM pg_class").fetchone() == before
+
+
+def catalog_state(conn: Any) -> list[Any]:
+    return [
+        conn.execute("SELECT family, version FROM sqlanon.releases ORDER BY 1, 2").fetchall(),
+        conn.execute("SELECT count(*), sum(row_hash) FROM sqlanon.members").fetchone(),
+        conn.execute("SELECT count(*) FROM pg_class").fetchone(),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ("DELETE FROM people WHERE id IN (5, 9)", "deleted .*5, 9"),
+        ("UPDATE people SET salary = salary + 1 WHERE id = 11", "changed .*keys 11\\)"),
+        ("UPDATE people SET age = age + 1 WHERE id = 12", "changed .*keys 12\\)"),
+        ("UPDATE people SET sex = NULL WHERE id = 13", "changed .*keys 13\\)"),
+    ],
+)
+def test_deleted_or_changed_published_rows_are_refused_on_both_sides(
+    people: Any, change: str, error: str
+) -> None:
+    client_release(people, "client_ke")
+    server_release(people, "server_ke")
+    people.execute(change)
+    people.execute(ADD_PEOPLE, [61, 70])
+    before = catalog_state(people)
+    with pytest.raises(UnsafeReleaseError, match=error):
+        client_release(people, "client_ke")
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match=error):
+        server_release(people, "server_ke")
+    assert catalog_state(people) == before
+
+
+# The fingerprint releases stored before hashtextextended: the first 64 bits of md5.
+LEGACY_FINGERPRINTS = (
+    "UPDATE sqlanon.members AS m SET row_hash = CAST(CAST('x' || substr(md5(CAST(ROW(p.age,"
+    " p.sex, p.salary) AS text)), 1, 16) AS bit(64)) AS bigint) FROM people AS p"
+    " WHERE m.record_key = CAST(p.id AS text)"
+)
+
+
+def test_fingerprints_stored_by_older_releases_still_compare(people: Any) -> None:
+    server_release(people, "server_ke")
+    people.execute(LEGACY_FINGERPRINTS)
+    people.execute("UPDATE people SET salary = salary + 10 WHERE id IN (3, 4)")
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match="changed .*keys 3, 4\\)"):
+        server_release(people, "server_ke")
+    people.execute("UPDATE people SET salary = salary - 10 WHERE id IN (3, 4)")
+    people.execute(ADD_PEOPLE, [61, 90])
+    assert server_release(people, "server_ke")["rows_published"] == 90
+    # The new version stores the new fingerprint, which the next release compares.
+    people.execute("UPDATE people SET age = age + 1 WHERE id = 70")
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match="changed .*keys 70\\)"):
+        server_release(people, "server_ke")
+    assert people.execute(
+        "SELECT count(*) FROM sqlanon.members AS m JOIN people AS p"
+        " ON m.record_key = CAST(p.id AS text) WHERE m.version = 2"
+        " AND m.row_hash = hashtextextended(CAST(ROW(p.age, p.sex, p.salary) AS text), 0)"
+    ).fetchone() == (89,)

@@ -1,11 +1,12 @@
--- Every source row with its state in the last version (-1 / false when never published).
--- `changed`: a published record whose quasi or sensitive values differ from what was
--- published (same fingerprint as sql/duckdb/write_members.sql).
+-- Every source row with its state in the last version (-1 / false when never published),
+-- `row_hash`, the fingerprint of its published columns that sql/duckdb/write_members.sql
+-- stores, and `changed`: a published record whose fingerprint differs from the stored one.
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        CAST(src.{sensitive} AS DOUBLE) AS s,
        coalesce(m.group_id, -1) AS prev_group,
        coalesce(m.cell_id, -1) AS prev_cell,
        coalesce(m.status = 'published', false) AS published_before,
+       hash({hashed}) AS row_hash,
        coalesce(m.row_hash <> hash({hashed}), false) AS changed
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
