@@ -41,6 +41,7 @@ from sqlanon.release import (
     _sql,
     _summary,
     grant_readers,
+    load_members,
     publish_view,
     random_order,
     resolve_source,
@@ -406,16 +407,10 @@ def release_lhd(
         prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
         _, cell = np.unique(np.stack([prev_cell, plan.class_id]), axis=1, return_inverse=True)
         status = np.where(chosen, "published", "suppressed")
-        write_members(
-            session,
-            family,
-            version,
-            keys,
-            plan.class_id,
-            cell.reshape(-1),
-            status,
-            rows["row_hash"],
+        load_members(
+            session, keys, "VARCHAR", plan.class_id, cell.reshape(-1), status, rows["row_hash"]
         )
+        write_members(session, family, version)
         summary = catalog.Release(
             family=family,
             version=version,
