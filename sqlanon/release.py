@@ -229,16 +229,12 @@ def random_order(n: int, seed: int | None) -> np.ndarray:
     return order
 
 
-_STATUS = {"published": 0, "held_back": 1, "suppressed": 2}
-
-
 def load_members(
     session: Session,
     keys: np.ndarray,
     key_type: str,
     group: np.ndarray,
     cell: np.ndarray,
-    status: np.ndarray,
     row_hash: np.ndarray,
     extra: dict[str, tuple[np.ndarray, str]] | None = None,
 ) -> None:
@@ -246,26 +242,22 @@ def load_members(
     ``_sqlanon_members`` (private), for :func:`write_members`.
 
     ``keys`` are the records' keys as read (text), or as :func:`_join_keys` made them, of
-    SQL type ``key_type``; ``status`` holds 'published', 'held_back' or 'suppressed';
-    ``row_hash`` the fingerprints of the published columns (quasi + sensitive) that the
-    source read computed in SQL (its ``row_hash``), the expression the next release
-    compares against: stored as read, they fingerprint exactly the values the model saw.
-    ``extra`` columns (name -> values, SQL type) ride along: a (k,e) release writes its
-    table from this one temporary table too (in PostgreSQL each loaded column of 10^6
-    values costs ~0.2 s).
+    SQL type ``key_type``; ``group`` is the record's group (class) in this version, -1
+    when it is not published, and ``cell`` its cell; ``row_hash`` the fingerprints of the
+    published columns (quasi + sensitive) that the source read computed in SQL (its
+    ``row_hash``), the expression the next release compares against: stored as read,
+    they fingerprint exactly the values the model saw. ``extra`` columns (name ->
+    values, SQL type) ride along: a (k,e) release writes its table from this one
+    temporary table too (in PostgreSQL each loaded column of 10^6 values costs ~0.2 s).
     """
-    published = status == "published"
-    codes = np.zeros(len(status), dtype=np.int64)
-    for name, code in _STATUS.items():
-        codes[status == name] = code
     extra = extra or {}
+    published = group >= 0
     session.load_temp(
         "_sqlanon_members",
         {
             "record_key": keys,
             "group_id": np.where(published, group, -1).astype(np.int64),
             "cell_id": np.where(published, cell, -1).astype(np.int64),
-            "status": codes,
             "row_hash": row_hash,
             **{name: values for name, (values, _) in extra.items()},
         },
@@ -273,7 +265,6 @@ def load_members(
             "record_key": key_type,
             "group_id": "INTEGER",
             "cell_id": "BIGINT",
-            "status": "SMALLINT",
             # DuckDB's hash() is unsigned; PostgreSQL's fingerprints are signed.
             "row_hash": "UBIGINT" if row_hash.dtype == np.uint64 else "BIGINT",
             **{name: type_name for name, (_, type_name) in extra.items()},
@@ -281,10 +272,15 @@ def load_members(
     )
 
 
-def write_members(session: Session, family: str, version: int) -> None:
+def write_members(session: Session, family: str, version: int, unpublished: str) -> None:
     """Store ``_sqlanon_members`` (:func:`load_members`) in ``sqlanon.members`` as this
-    version of ``family``, then drop it."""
-    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
+    version of ``family``, then drop it. Records with a group are 'published'; the others
+    get the status ``unpublished`` ('held_back' or 'suppressed')."""
+    if unpublished not in ("held_back", "suppressed"):
+        raise ValueError(f"write_members: no status {unpublished!r}")
+    session.execute(
+        sqltext.load(session.dialect, "write_members"), [family, version, unpublished]
+    )
     session.execute("DROP TABLE _sqlanon_members")
 
 
@@ -398,7 +394,7 @@ def release_ke(
         join_keys, key_type = _join_keys(keys, src.columns[key])
         # Exact integer values travel with the assignment; others are read back from the
         # source record they belong to, in the column's own type. Held-back records
-        # (status 1) carry their own key and no value, and no place in the release.
+        # (group -1) carry their own key, no value and no place in the release.
         exact = _exact_integers(src.columns[sensitive], values)
         ord_ = np.full(len(chosen), -1, dtype=np.int64)
         ord_[chosen] = random_order(int(chosen.sum()), seed)
@@ -413,7 +409,6 @@ def release_ke(
             key_type,
             plan.group,
             plan.cell,
-            np.where(chosen, "published", "held_back"),
             rows["row_hash"],
             extra={**donated, "ord": (ord_, "BIGINT")},
         )
@@ -441,7 +436,7 @@ def release_ke(
         )
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
-        write_members(session, family, version)
+        write_members(session, family, version, "held_back")
         summary = catalog.Release(
             family=family,
             version=version,

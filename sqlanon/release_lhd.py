@@ -406,11 +406,8 @@ def release_lhd(
         grant_readers(session, [q(table), q(family)])
         prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
         _, cell = np.unique(np.stack([prev_cell, plan.class_id]), axis=1, return_inverse=True)
-        status = np.where(chosen, "published", "suppressed")
-        load_members(
-            session, keys, "VARCHAR", plan.class_id, cell.reshape(-1), status, rows["row_hash"]
-        )
-        write_members(session, family, version)
+        load_members(session, keys, "VARCHAR", plan.class_id, cell.reshape(-1), rows["row_hash"])
+        write_members(session, family, version, "suppressed")
         summary = catalog.Release(
             family=family,
             version=version,
