@@ -160,3 +160,34 @@ def test_fingerprints_stored_by_older_releases_still_compare(people: Any) -> Non
         " ON m.record_key = CAST(p.id AS text) WHERE m.version = 2"
         " AND m.row_hash = hashtextextended(CAST(ROW(p.age, p.sex, p.salary) AS text), 0)"
     ).fetchone() == (89,)
+
+
+@pytest.mark.parametrize("key_type", ["text", "uuid", "numeric(8, 2)"])
+def test_keys_that_are_not_integers_join_as_their_own_type(people: Any, key_type: str) -> None:
+    key = {
+        "text": "'p' || id",
+        "uuid": "CAST(lpad(to_hex(id), 32, '0') AS uuid)",
+        "numeric(8, 2)": "id + 0.5",
+    }[key_type]
+    people.execute(
+        f"CREATE TABLE keyed AS SELECT CAST({key} AS {key_type}) AS pid, age, sex, salary"
+        " FROM people"
+    )
+    release = (
+        "SELECT sqlanon.release_ke('keyed', 'keyed_ke', key => 'pid', sensitive => 'salary',"
+        " quasi => ARRAY['age', 'sex'], k => 3, e => 10)"
+    )
+    assert people.execute(release).fetchone()[0]["rows_published"] == 60
+    people.execute(f"INSERT INTO keyed SELECT CAST({key} AS {key_type}), 30, 'F', 100 FROM"
+                   " generate_series(61, 63) AS id")  # fmt: skip
+    second = people.execute(release).fetchone()[0]
+    assert second["rows_published"] + second["held_back"] == 63
+    assert people.execute(
+        "SELECT count(*), count(*) FILTER (WHERE m.status = 'published') FROM sqlanon.members"
+        " AS m JOIN keyed AS k ON m.record_key = CAST(k.pid AS text) WHERE m.version = 2"
+    ).fetchone() == (63, second["rows_published"])
+    people.execute(f"UPDATE keyed SET salary = salary + 1 FROM (SELECT 7 AS id) AS one"
+                   f" WHERE pid = CAST({key} AS {key_type})")  # fmt: skip
+    shown = {"text": "p7", "uuid": "00000000-0000-0000-0000-000000000007", "numeric(8, 2)": "7.50"}
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match=f"keys {shown[key_type]}\\)"):
+        people.execute(release)

@@ -1,4 +1,5 @@
--- Every source row with its state in the last version (-1 / false when never published)
+-- Every source row with its state in the last version (-1 / false when never published),
+-- its key as text and as it is (`record_value`: release.py reads integer keys so),
 -- and `row_hash`, the fingerprint of its published columns (quasi + sensitive) that
 -- sql/postgres/write_members.sql stores: hashtextextended of the row as text, a bigint.
 -- `changed`: a record the last version published whose fingerprint differs. Releases
@@ -6,6 +7,7 @@
 -- computed only for the records whose stored fingerprint is not the new one, so such a
 -- record counts as changed only if it matches neither (a false match: 2^-63).
 SELECT CAST(src.{key} AS text) AS record_key,
+       src.{key} AS record_value,
        CAST(src.{sensitive} AS double precision) AS s,
        coalesce(m.group_id, -1) AS prev_group,
        coalesce(m.cell_id, -1) AS prev_cell,
