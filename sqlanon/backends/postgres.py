@@ -87,7 +87,7 @@ class PsycopgSession:
         with self._cur.copy(f"COPY {q(name)} ({names}) FROM STDIN") as copy:
             for row in zip(*lists, strict=True):
                 copy.write_row(row)
-        self.execute(f"ANALYZE {q(name)}")  # see _create_temp_sql
+        self.execute(_analyze_temp_sql(q, name, columns))
 
     def quote_ident(self, name: str) -> str:
         from psycopg import sql
@@ -216,24 +216,28 @@ class PlpySession:
         return any(self._array_oid.get(o, True) for o in oids)
 
     def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
-        """``CREATE TEMP TABLE`` and one ``INSERT ... SELECT unnest($1), unnest($2), ...``.
+        """One ``CREATE TEMP TABLE ... AS SELECT unnest($1), unnest($2), ...``.
 
         Each column travels as one array parameter. The ``unnest`` calls sit in the select
         list, where they stream in lockstep; ``FROM unnest($1, $2, ...)`` (the same rows)
         first copies each array into a tuplestore, which spills to disk beyond work_mem
-        (5 columns of 10^6 rows: 2.0 s instead of 1.3 s).
+        (5 columns of 10^6 rows: 2.0 s instead of 1.3 s). ``CREATE TABLE AS`` writes with
+        a bulk-insert buffer, 10-20% faster than ``INSERT`` into a created table; the
+        casts keep each column's declared type, type modifier included.
         """
         q = self.quote_ident
-        self.execute(_create_temp_sql(q, name, columns, types))
+        self.execute(f"DROP TABLE IF EXISTS pg_temp.{q(name)}")
         array_types = [_pg_type(types[c]) + "[]" for c in columns]
-        unnest = ", ".join(f"unnest(${i})" for i in range(1, len(columns) + 1))
+        select = ", ".join(
+            f"CAST(unnest(${i}) AS {_pg_type(types[c])}) AS {q(c)}"
+            for i, c in enumerate(columns, start=1)
+        )
         self.execute(
-            f"INSERT INTO {q(name)} ({', '.join(q(c) for c in columns)}) "  # noqa: S608
-            f"SELECT {unnest}",
+            f"CREATE TEMP TABLE {q(name)} AS SELECT {select}",  # noqa: S608
             [_values(v, types[c]) for c, v in columns.items()],
             types=array_types,
         )
-        self.execute(f"ANALYZE {q(name)}")  # see _create_temp_sql
+        self.execute(_analyze_temp_sql(q, name, columns))
 
     def quote_ident(self, name: str) -> str:
         """Always quoted, like psycopg's ``Identifier``: ``plpy.quote_ident`` leaves plain
@@ -295,19 +299,21 @@ def column_array(values: list[Any], type_oid: int) -> np.ndarray:
 def _create_temp_sql(
     q: Any, name: str, columns: dict[str, np.ndarray], types: dict[str, str]
 ) -> str:
-    """Drop any earlier temp table of that name (never a permanent one), then create it.
-
-    Autovacuum never analyzes temporary tables: without the ``ANALYZE`` that both
-    ``load_temp`` run after filling one, the planner guesses its size and joins it to
-    the source with a nested loop (0.4 s instead of 0.03 s at 10^4 rows). Its row count,
-    distinct keys and the few status codes are all the planner needs: a statistics
-    target of 10 (a sample of 3,000 rows instead of 30,000) finds them, 7x faster."""
+    """Drop any earlier temp table of that name (never a permanent one), then create it."""
     spec = ", ".join(f"{q(c)} {_pg_type(types[c])}" for c in columns)
+    return f"DROP TABLE IF EXISTS pg_temp.{q(name)}; CREATE TEMP TABLE {q(name)} ({spec})"
+
+
+def _analyze_temp_sql(q: Any, name: str, columns: dict[str, np.ndarray]) -> str:
+    """``ANALYZE`` a loaded temp table, from a sample of 3,000 rows.
+
+    Autovacuum never analyzes temporary tables: without this, after filling one, the
+    planner guesses its size and joins it to the source with a nested loop (0.4 s instead
+    of 0.03 s at 10^4 rows). Its row count, distinct keys and group ids are all the
+    planner needs: a statistics target of 10 (the default 100 samples 30,000 rows) finds
+    them, 7x faster."""
     small = ", ".join(f"ALTER COLUMN {q(c)} SET STATISTICS 10" for c in columns)
-    return (
-        f"DROP TABLE IF EXISTS pg_temp.{q(name)}; CREATE TEMP TABLE {q(name)} ({spec}); "
-        f"ALTER TABLE pg_temp.{q(name)} {small}"
-    )
+    return f"ALTER TABLE pg_temp.{q(name)} {small}; ANALYZE pg_temp.{q(name)}"
 
 
 def _values(values: np.ndarray, type_name: str) -> list[Any]:
