@@ -373,7 +373,10 @@ def release_ke(
         if last is not None:
             wanted += ["prev_group", "prev_cell", "published_before", "changed"]
         read = f"SELECT {', '.join(wanted)} FROM ({read}\n) AS r"  # noqa: S608
-        rows = session.query_arrays(read, [family, 0 if last is None else last.version])
+        # Version NULL before the first: the join to sqlanon.members is constant false and
+        # never reads it (with version 0 PostgreSQL would scan the BRIN ranges that
+        # autovacuum has not summarized yet, the latest releases of every family).
+        rows = session.query_arrays(read, [family, None if last is None else last.version])
         keys, values = rows["record_key"], rows["s"].astype(np.float64)
         if progress is not None:
             progress("rows read", int(keys.size))

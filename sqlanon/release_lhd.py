@@ -339,7 +339,7 @@ def release_lhd(
                 columns=_idents(session, [*quasi, *sensitive], "src"),
                 source=src.qualified(session),
             ),
-            [family, 0 if last is None else last.version],
+            [family, None if last is None else last.version],  # see release.release_ke
         )
         keys = rows["record_key"]
         if progress is not None:
