@@ -41,6 +41,7 @@ from sqlanon.release import (
     _sql,
     _summary,
     grant_readers,
+    load_members,
     publish_view,
     random_order,
     resolve_source,
@@ -338,7 +339,7 @@ def release_lhd(
                 columns=_idents(session, [*quasi, *sensitive], "src"),
                 source=src.qualified(session),
             ),
-            [family, 0 if last is None else last.version],
+            [family, None if last is None else last.version],  # see release.release_ke
         )
         keys = rows["record_key"]
         if progress is not None:
@@ -405,19 +406,8 @@ def release_lhd(
         grant_readers(session, [q(table), q(family)])
         prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
         _, cell = np.unique(np.stack([prev_cell, plan.class_id]), axis=1, return_inverse=True)
-        status = np.where(chosen, "published", "suppressed")
-        write_members(
-            session,
-            family,
-            version,
-            src,
-            key,
-            [*quasi, *sensitive],
-            keys,
-            plan.class_id,
-            cell.reshape(-1),
-            status,
-        )
+        load_members(session, keys, "VARCHAR", plan.class_id, cell.reshape(-1), rows["row_hash"])
+        write_members(session, family, version, "suppressed")
         summary = catalog.Release(
             family=family,
             version=version,

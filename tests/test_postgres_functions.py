@@ -151,6 +151,23 @@ def test_release_lands_in_the_callers_current_schema_and_restores_its_path(adult
         adult.execute(RELEASE_KE.replace("'public.adult'", "'adult'"))
 
 
+def test_release_raises_work_mem_only_while_it_runs(adult: Any) -> None:
+    adult.execute("SET work_mem = '1MB'")
+    assert one(adult, RELEASE_KE)["version"] == 1
+    assert one(adult, "SHOW work_mem") == "1MB"
+    with pytest.raises(errors.ExternalRoutineException, match="InfeasibleError"):
+        adult.execute(RELEASE_KE.replace("k => 5", "k => 100000").replace("_ke'", "_big'"))
+    assert one(adult, "SHOW work_mem") == "1MB"
+    adult.execute("SET work_mem = '1GB'")  # more than a release asks for: left alone
+    adult.execute(
+        "CREATE FUNCTION pg_temp.release_work_mem() RETURNS text LANGUAGE plpgsql AS $f$"
+        " BEGIN PERFORM sqlanon.release_ke('public.adult', 'adult_wm', key => 'id',"
+        " sensitive => 'capital_loss', quasi => ARRAY['age'], k => 5, e => 20);"
+        " RETURN current_setting('work_mem'); END $f$"
+    )
+    assert one(adult, "SELECT pg_temp.release_work_mem()") == "1GB"
+
+
 def test_release_lhd_with_the_bundled_hierarchies(adult: Any, installed: PostgresInstall) -> None:
     folder = installed.python_dir / "sqlanon" / "data" / "hierarchies"
     loaded = one(adult, "SELECT sqlanon.load_hierarchies('adult', %s)", [str(folder)])

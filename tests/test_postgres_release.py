@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import sqlanon
-from sqlanon.errors import InfeasibleError
+from sqlanon.errors import InfeasibleError, UnsafeReleaseError
 from sqlanon.pg_install import install_postgres, with_prologue
 
 pytestmark = pytest.mark.postgres
@@ -129,3 +129,94 @@ def test_bounds_and_intervals_for_each_sensitive_type(people: Any, column_type: 
         for name, value in zip(("total", "mean", "lo", "hi"), truth[a["sex"]], strict=True):
             slack = 1e-9 * max(1.0, abs(float(value)))
             assert float(a[f"{name}_low"]) - slack <= float(value) <= float(a[f"{name}_high"]) + slack
+
+
+def catalog_state(conn: Any) -> list[Any]:
+    return [
+        conn.execute("SELECT family, version FROM sqlanon.releases ORDER BY 1, 2").fetchall(),
+        conn.execute("SELECT count(*), sum(row_hash) FROM sqlanon.members").fetchone(),
+        conn.execute("SELECT count(*) FROM pg_class").fetchone(),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ("DELETE FROM people WHERE id IN (5, 9)", "deleted .*5, 9"),
+        ("UPDATE people SET salary = salary + 1 WHERE id = 11", "changed .*keys 11\\)"),
+        ("UPDATE people SET age = age + 1 WHERE id = 12", "changed .*keys 12\\)"),
+        ("UPDATE people SET sex = NULL WHERE id = 13", "changed .*keys 13\\)"),
+    ],
+)
+def test_deleted_or_changed_published_rows_are_refused_on_both_sides(
+    people: Any, change: str, error: str
+) -> None:
+    client_release(people, "client_ke")
+    server_release(people, "server_ke")
+    people.execute(change)
+    people.execute(ADD_PEOPLE, [61, 70])
+    before = catalog_state(people)
+    with pytest.raises(UnsafeReleaseError, match=error):
+        client_release(people, "client_ke")
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match=error):
+        server_release(people, "server_ke")
+    assert catalog_state(people) == before
+
+
+# The fingerprint releases stored before hashtextextended: the first 64 bits of md5.
+LEGACY_FINGERPRINTS = (
+    "UPDATE sqlanon.members AS m SET row_hash = CAST(CAST('x' || substr(md5(CAST(ROW(p.age,"
+    " p.sex, p.salary) AS text)), 1, 16) AS bit(64)) AS bigint) FROM people AS p"
+    " WHERE m.record_key = CAST(p.id AS text)"
+)
+
+
+def test_fingerprints_stored_by_older_releases_still_compare(people: Any) -> None:
+    server_release(people, "server_ke")
+    people.execute(LEGACY_FINGERPRINTS)
+    people.execute("UPDATE people SET salary = salary + 10 WHERE id IN (3, 4)")
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match="changed .*keys 3, 4\\)"):
+        server_release(people, "server_ke")
+    people.execute("UPDATE people SET salary = salary - 10 WHERE id IN (3, 4)")
+    people.execute(ADD_PEOPLE, [61, 90])
+    assert server_release(people, "server_ke")["rows_published"] == 90
+    # The new version stores the new fingerprint, which the next release compares.
+    people.execute("UPDATE people SET age = age + 1 WHERE id = 70")
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match="changed .*keys 70\\)"):
+        server_release(people, "server_ke")
+    assert people.execute(
+        "SELECT count(*) FROM sqlanon.members AS m JOIN people AS p"
+        " ON m.record_key = CAST(p.id AS text) WHERE m.version = 2"
+        " AND m.row_hash = hashtextextended(CAST(ROW(p.age, p.sex, p.salary) AS text), 0)"
+    ).fetchone() == (89,)
+
+
+@pytest.mark.parametrize("key_type", ["text", "uuid", "numeric(8, 2)"])
+def test_keys_that_are_not_integers_join_as_their_own_type(people: Any, key_type: str) -> None:
+    key = {
+        "text": "'p' || id",
+        "uuid": "CAST(lpad(to_hex(id), 32, '0') AS uuid)",
+        "numeric(8, 2)": "id + 0.5",
+    }[key_type]
+    people.execute(
+        f"CREATE TABLE keyed AS SELECT CAST({key} AS {key_type}) AS pid, age, sex, salary"
+        " FROM people"
+    )
+    release = (
+        "SELECT sqlanon.release_ke('keyed', 'keyed_ke', key => 'pid', sensitive => 'salary',"
+        " quasi => ARRAY['age', 'sex'], k => 3, e => 10)"
+    )
+    assert people.execute(release).fetchone()[0]["rows_published"] == 60
+    people.execute(f"INSERT INTO keyed SELECT CAST({key} AS {key_type}), 30, 'F', 100 FROM"
+                   " generate_series(61, 63) AS id")  # fmt: skip
+    second = people.execute(release).fetchone()[0]
+    assert second["rows_published"] + second["held_back"] == 63
+    assert people.execute(
+        "SELECT count(*), count(*) FILTER (WHERE m.status = 'published') FROM sqlanon.members"
+        " AS m JOIN keyed AS k ON m.record_key = CAST(k.pid AS text) WHERE m.version = 2"
+    ).fetchone() == (63, second["rows_published"])
+    people.execute(f"UPDATE keyed SET salary = salary + 1 FROM (SELECT 7 AS id) AS one"
+                   f" WHERE pid = CAST({key} AS {key_type})")  # fmt: skip
+    shown = {"text": "p7", "uuid": "00000000-0000-0000-0000-000000000007", "numeric(8, 2)": "7.50"}
+    with pytest.raises(psycopg.errors.ExternalRoutineException, match=f"keys {shown[key_type]}\\)"):
+        people.execute(release)

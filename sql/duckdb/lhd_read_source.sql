@@ -1,9 +1,10 @@
--- Every source row's key and state in the family's last version, then the columns the
--- lHD release publishes (raw values; the model generalizes them). `changed` uses the
--- fingerprint of sql/duckdb/write_members.sql.
+-- Every source row's key and state in the family's last version, its fingerprint
+-- `row_hash` and `changed` (both as in sql/duckdb/ke_read_source.sql), then the columns
+-- the lHD release publishes (raw values; the model generalizes them).
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        coalesce(m.cell_id, -1) AS prev_cell,
        coalesce(m.status = 'published', false) AS published_before,
+       hash({hashed}) AS row_hash,
        coalesce(m.row_hash <> hash({hashed}), false) AS changed,
        {columns}
 FROM {source} AS src
