@@ -555,7 +555,7 @@ def _write_bounds(
     columns = ke_bounds.bounds_columns(values.astype(np.int64), group.astype(np.int64))
     types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
     types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
-    types.update(below="BIGINT", total="BIGINT")
+    types.update(descending="BOOLEAN", prior_sum="BIGINT", total="BIGINT")
     session.load_temp("_sqlanon_bounds", columns, types)
     session.execute(_sql(session, "ke_copy_bounds", bounds=bounds))
     session.execute("DROP TABLE _sqlanon_bounds")

@@ -24,8 +24,11 @@ def test_rows_match_the_reference(groups: list[list[int]]) -> None:
     group = np.array([i for i, g in enumerate(groups) for _ in g], dtype=np.int64)
     order = np.random.default_rng(len(values)).permutation(len(values))
     columns = bounds_columns(values[order], group[order])
-    got = [tuple(int(columns[c][i]) for c in COLUMNS) for i in range(len(columns["block"]))]
-    expected = [row for i, g in enumerate(groups) for row in bounds_rows(i, g)]
+    got = [
+        tuple(columns[c][i].item() for c in COLUMNS) for i in range(len(columns["block"]))
+    ]
+    rows = [row for i, g in enumerate(groups) for row in bounds_rows(i, g)]
+    expected = sorted(rows, key=lambda r: (r[1], r[0], r[2], r[3]))  # ascending rows first
     assert got == expected
 
 
@@ -35,20 +38,21 @@ def test_lookups_give_the_order_statistics(values: list[int]) -> None:
     columns = bounds_columns(np.array(values, dtype=np.int64), np.zeros(len(values), np.int64))
     ordered, n = sorted(values), len(values)
 
-    def row(r: int) -> dict[str, int]:
+    def row(r: int, descending: bool) -> dict[str, int]:
         hits = [
             i
             for i in range(len(columns["block"]))
-            if columns["block"][i] == (r - 1) // 64
+            if columns["descending"][i] == descending
+            and columns["block"][i] == (r - 1) // 64
             and columns["lo_rank"][i] <= r <= columns["hi_rank"][i]
         ]
         assert len(hits) == 1
         return {c: int(columns[c][hits[0]]) for c in COLUMNS}
 
     for r in range(1, n + 1):
-        at = row(r)
-        assert at["value"] == ordered[r - 1]
-        assert at["below"] + (r - at["lo_rank"] + 1) * at["value"] == sum(ordered[:r])
-        top = row(n - r + 1)
-        high = at["total"] - (top["below"] + (n - r + 1 - top["lo_rank"]) * top["value"])
-        assert high == sum(ordered[n - r :])
+        up, down = row(r, False), row(r, True)
+        assert up["value"] == ordered[r - 1] and down["value"] == ordered[n - r]
+        assert up["prior_sum"] + (r - up["lo_rank"] + 1) * up["value"] == sum(ordered[:r])
+        assert down["prior_sum"] + (r - down["lo_rank"] + 1) * down["value"] == sum(
+            ordered[n - r :]
+        )

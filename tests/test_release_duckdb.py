@@ -450,25 +450,29 @@ def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> N
         "SELECT group_id, list_sort(list(salary)) FROM people_ke_v1 GROUP BY ALL ORDER BY 1"
     ).fetchall()
     bounds = con.execute(
-        "SELECT group_id, block, lo_rank, hi_rank, value, below, n, total, vmin, vmax "
-        'FROM sqlanon."people_ke_v1_bounds"'
+        "SELECT group_id, descending, block, lo_rank, hi_rank, value, prior_sum, n, total, "
+        'vmin, vmax FROM sqlanon."people_ke_v1_bounds"'
     ).fetchall()
-    # Every rank of every group is found by its lookup key, on exactly one row, and the
-    # row's sums give the sums of the r smallest and of the r largest values.
-    def lookup(group_id: int, r: int) -> tuple:
-        (row,) = [b for b in bounds if b[:2] == (group_id, (r - 1) // 64) and b[2] <= r <= b[3]]
+
+    # Every rank of every group is found by its lookup key, on exactly one row per
+    # direction, and the row's sums give the sums of the r smallest and r largest values.
+    def lookup(group_id: int, descending: bool, r: int) -> tuple:
+        (row,) = [
+            b for b in bounds if b[:3] == (group_id, descending, (r - 1) // 64) and b[3] <= r <= b[4]
+        ]
         return row
 
     for group_id, values in rows:
         n = len(values)
         for r in range(1, n + 1):
-            _, _, lo, _, value, below, size, total, vmin, vmax = lookup(group_id, r)
+            _, _, _, lo, _, value, prior, size, total, vmin, vmax = lookup(group_id, False, r)
             assert (size, total, vmin, vmax) == (n, sum(values), values[0], values[-1])
             assert value == values[r - 1]
-            assert below + (r - lo + 1) * value == sum(values[:r])
-            _, _, lo, _, value, below, *_ = lookup(group_id, n - r + 1)
-            assert total - (below + (n - r + 1 - lo) * value) == sum(values[n - r :])
-    assert max(b[1] for b in bounds) > 0  # groups span several blocks
+            assert prior + (r - lo + 1) * value == sum(values[:r])
+            _, _, _, lo, _, value, prior, *_ = lookup(group_id, True, r)
+            assert value == values[n - r]
+            assert prior + (r - lo + 1) * value == sum(values[n - r :])
+    assert max(b[2] for b in bounds) > 0  # groups span several blocks
     assert len(bounds) < sum(len(v) for _, v in rows) or column_type == "DOUBLE"
     con.close()
 

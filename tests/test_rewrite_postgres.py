@@ -46,9 +46,9 @@ def _copy_to_postgres(duck: duckdb.DuckDBPyConnection, conn: Any) -> None:
     )
     conn.execute("CREATE TABLE fam_v1 (age INTEGER, sex TEXT, group_id INTEGER, loss INTEGER)")
     conn.execute(
-        'CREATE TABLE sqlanon."fam_v1_bounds" (group_id INTEGER, block INTEGER, '
-        "lo_rank INTEGER, hi_rank INTEGER, value INTEGER, below BIGINT, n INTEGER, "
-        "total BIGINT, vmin INTEGER, vmax INTEGER)"
+        'CREATE TABLE sqlanon."fam_v1_bounds" (group_id INTEGER, descending BOOLEAN, '
+        "block INTEGER, lo_rank INTEGER, hi_rank INTEGER, value INTEGER, prior_sum BIGINT, "
+        "n INTEGER, total BIGINT, vmin INTEGER, vmax INTEGER)"
     )
     copies = {
         **TABLES,

@@ -88,16 +88,16 @@ def make_release(
         )
     con.execute(f"CREATE VIEW {_ident(family)} AS SELECT * FROM {_ident(table)}")  # noqa: S608
     con.execute(
-        f"CREATE TABLE sqlanon.{_ident(table)}_bounds (group_id INTEGER, block INTEGER, "
-        f"lo_rank INTEGER, hi_rank INTEGER, value {s_type}, below {s_type}, n INTEGER, "
-        f"total {s_type}, vmin {s_type}, vmax {s_type})"
+        f"CREATE TABLE sqlanon.{_ident(table)}_bounds (group_id INTEGER, descending BOOLEAN, "
+        f"block INTEGER, lo_rank INTEGER, hi_rank INTEGER, value {s_type}, prior_sum {s_type}, "
+        f"n INTEGER, total {s_type}, vmin {s_type}, vmax {s_type})"
     )
     bounds = []
     for g in np.unique(group_arr):
         bounds += bounds_rows(int(g), [values[i] for i in np.flatnonzero(group_arr == g)])
     if bounds:
         con.executemany(
-            f"INSERT INTO sqlanon.{_ident(table)}_bounds VALUES ({', '.join(['?'] * 10)})",  # noqa: S608
+            f"INSERT INTO sqlanon.{_ident(table)}_bounds VALUES ({', '.join(['?'] * 11)})",  # noqa: S608
             bounds,
         )
     return ReleaseInfo(
@@ -113,17 +113,18 @@ def make_release(
 
 def bounds_rows(group_id: int, values: Sequence[Any]) -> list[tuple[Any, ...]]:
     """One group's rows of the bounds table, spelled out rank by rank (the reference for
-    sqlanon/models/ke_bounds.py): one row per run of equal sorted values and per block of
-    64 ranks it overlaps."""
+    sqlanon/models/ke_bounds.py): ranked ascending, then descending, one row per run of
+    equal values and per block of 64 ranks it overlaps."""
     ordered = sorted(values)
     n, total = len(ordered), sum(ordered)
-    rows = []
-    for rank, value in enumerate(ordered, start=1):
-        lo = ordered.index(value) + 1
-        hi = lo + ordered.count(value) - 1
-        row = (group_id, (rank - 1) // 64, lo, hi, value, sum(ordered[: lo - 1]), n, total)
-        if not rows or rows[-1][:4] != row[:4]:
-            rows.append((*row, ordered[0], ordered[-1]))
+    rows: list[tuple[Any, ...]] = []
+    for descending, ranked in ((False, ordered), (True, ordered[::-1])):
+        for rank, value in enumerate(ranked, start=1):
+            lo = ranked.index(value) + 1
+            hi = lo + ranked.count(value) - 1
+            row = (group_id, descending, (rank - 1) // 64, lo, hi, value, sum(ranked[: lo - 1]))
+            if not rows or rows[-1][:5] != row[:5]:
+                rows.append((*row, n, total, ordered[0], ordered[-1]))
     return rows
 
 
@@ -183,16 +184,23 @@ def test_bounds_table_layout() -> None:
         [g for g, _ in data],
     )
     rows = con.execute(
-        'SELECT * FROM sqlanon."t_ke_v1_bounds" ORDER BY group_id, block, lo_rank'
+        'SELECT * FROM sqlanon."t_ke_v1_bounds" ORDER BY descending, group_id, block, lo_rank'
     ).fetchall()
+    n0, n1 = (4, 14, -3, 7), (71, 149, 2, 9)  # n, total, vmin, vmax of each group
     assert rows == [
-        # group, block, lo_rank, hi_rank, value, below, n, total, vmin, vmax
-        (0, 0, 1, 1, -3, 0, 4, 14, -3, 7),
-        (0, 0, 2, 3, 5, -3, 4, 14, -3, 7),
-        (0, 0, 4, 4, 7, 7, 4, 14, -3, 7),
-        (1, 0, 1, 70, 2, 0, 71, 149, 2, 9),  # the run of 70 twos spans blocks 0 and 1
-        (1, 1, 1, 70, 2, 0, 71, 149, 2, 9),
-        (1, 1, 71, 71, 9, 140, 71, 149, 2, 9),
+        # group, descending, block, lo_rank, hi_rank, value, prior_sum, ...
+        (0, False, 0, 1, 1, -3, 0, *n0),
+        (0, False, 0, 2, 3, 5, -3, *n0),
+        (0, False, 0, 4, 4, 7, 7, *n0),
+        (1, False, 0, 1, 70, 2, 0, *n1),  # the run of 70 twos spans blocks 0 and 1
+        (1, False, 1, 1, 70, 2, 0, *n1),
+        (1, False, 1, 71, 71, 9, 140, *n1),
+        (0, True, 0, 1, 1, 7, 0, *n0),
+        (0, True, 0, 2, 3, 5, 7, *n0),
+        (0, True, 0, 4, 4, -3, 17, *n0),
+        (1, True, 0, 1, 1, 9, 0, *n1),
+        (1, True, 0, 2, 71, 2, 9, *n1),  # ranks 2..71 from the top: blocks 0 and 1
+        (1, True, 1, 2, 71, 2, 9, *n1),
     ]
     assert info.bounds_table == "t_ke_v1_bounds"
     source = sorted(con.execute("SELECT group_id, loss FROM t_ke_source").fetchall())

@@ -201,7 +201,8 @@ def _funcs(plan: _Plan) -> set[str]:
 
 
 def _lookup(alias: str, rank: str) -> exp.Expr:
-    """Join condition finding the bounds row of ``rank`` in cell ``r``'s group (one row)."""
+    """Join condition finding the bounds rows of ``rank`` in cell ``r``'s group: one per
+    direction (ascending and descending)."""
     return _f(
         f"{alias}.group_id = r.gid "
         f'AND {alias}."block" = CAST(FLOOR(({rank} - 1) / {float(BLOCK)}) AS INTEGER) '
@@ -210,55 +211,55 @@ def _lookup(alias: str, rank: str) -> exp.Expr:
 
 
 def _exact_cells(plan: _Plan) -> list[tuple[str, exp.Query]]:
-    """Per cell: its group's size, total, extremes and order statistics, looked up in the
-    bounds table (layout: sqlanon/models/ke_bounds.py) at the ranks the bounds need."""
+    """Two rows per cell, one per direction of the bounds table (layout:
+    sqlanon/models/ke_bounds.py) looked up at rank m: the ascending row gives the sum of
+    the m smallest values and the m-th smallest, the descending row the sum of the m
+    largest and the m-th largest. Each measure is set on one of the two rows only (NULL
+    on the other, which SUM/MIN/MAX skip), so the output aggregates them as cells."""
     if not _needs_values(plan):
         return []
     funcs = _funcs(plan)
-    # The lookup at rank m brings the group's n, total, vmin, vmax; the other ranks
-    # depend on n, so they are computed here and looked up in the next CTE.
-    est = "CAST(FLOOR(CAST(b.n + 1 AS DOUBLE) / (r.m + 1)) AS BIGINT)"
+
+    def on(side: str, sql: str) -> str:
+        test = 'b."descending"' if side == "down" else 'NOT b."descending"'
+        return f"CASE WHEN {test} THEN {sql} END"
+
+    partial = 'b.prior_sum + (r.m - b.lo_rank + 1) * b."value"'
     carried: list[exp.Expr] = [
         *plan.g("r"),
         _f("r.gid"),
-        *[_f(f"r.{m}") for m in plan.counts.values()],
+        _f('b."descending"'),
+        *[exp.alias_(_f(on("up", f"r.{m}")), m) for m in plan.counts.values()],
         *[_f(f"b.{x}") for x in ("n", "total", "vmin", "vmax")],
-        exp.alias_(_f('b.below + (r.m - b.lo_rank + 1) * b."value"'), "low_sum"),
-        exp.alias_(_f('b."value"'), "v_m"),
-        exp.alias_(_f("b.n - r.m + 1"), "r_top"),
-        # Expected rank of the minimum of m draws out of n: (n+1)/(m+1), exact in
-        # floating point because numerator and denominator are integers.
-        exp.alias_(_f(est), "r_est"),
+        exp.alias_(_f(on("up", partial)), "low_sum"),
+        exp.alias_(_f(on("down", partial)), "high_sum"),
+        exp.alias_(_f(on("up", 'b."value"')), "v_m"),  # the m-th smallest: MAX's low
+        exp.alias_(_f(on("down", 'b."value"')), "v_top"),  # the m-th largest: MIN's high
+        # Expected rank of the minimum of m draws out of n (of the maximum, counted from
+        # the top): (n+1)/(m+1), exact in floating point (integers on both sides).
+        exp.alias_(_f("CAST(FLOOR(CAST(b.n + 1 AS DOUBLE) / (r.m + 1)) AS BIGINT)"), "r_est"),
     ]
-    if "max" in funcs:
-        carried.append(exp.alias_(_f(f"b.n + 1 - {est}"), "r_bot"))
-    # Every lookup is a LEFT join although every rank exists: with inner joins DuckDB
-    # inferred equalities between the bounds copies and joined them with each other first.
+    # LEFT joins although every rank exists: with inner joins DuckDB once inferred
+    # equalities between bounds copies and joined them with each other first.
     ranked = (
         exp.select(*carried)
         .from_(exp.alias_(_cte("sel"), "r", table=True), copy=False)
         .join(plan.bounds("b"), on=_lookup("b", "r.m"), join_type="LEFT", copy=False)
     )
+    if not funcs & {"min", "max"}:
+        return [("cell", ranked)]
+    # The estimates of MIN and MAX: the value at rank r_est in the row's own direction.
     columns: list[exp.Expr] = [exp.column(str(c.alias_or_name), table="r") for c in carried]
-    # the sum of the m largest = total - the sum of the ranks below r_top = n - m + 1
     columns += [
-        exp.alias_(_f('r.total - (bt.below + (r.r_top - bt.lo_rank) * bt."value")'), "high_sum"),
-        exp.alias_(_f('bt."value"'), "v_top"),
+        exp.alias_(_f('CASE WHEN NOT r."descending" THEN e."value" END'), "v_emin"),
+        exp.alias_(_f('CASE WHEN r."descending" THEN e."value" END'), "v_emax"),
     ]
+    same_side = exp.and_(_lookup("e", "r.r_est"), _f('e."descending" = r."descending"'))
     cell = (
         exp.select(*columns)
         .from_(exp.alias_(_cte("ranked"), "r", table=True), copy=False)
-        .join(plan.bounds("bt"), on=_lookup("bt", "r.r_top"), join_type="LEFT", copy=False)
+        .join(plan.bounds("e"), on=same_side, join_type="LEFT", copy=False)
     )
-    lookups = []
-    if "min" in funcs:
-        lookups.append(("be", "r_est", "v_emin"))
-    if "max" in funcs:
-        lookups.append(("bf", "r_bot", "v_emax"))
-    for alias, rank, name in lookups:
-        cell = cell.select(exp.alias_(_f(f'{alias}."value"'), name), copy=False).join(
-            plan.bounds(alias), on=_lookup(alias, f"r.{rank}"), join_type="LEFT", copy=False
-        )
     return [("ranked", ranked), ("cell", cell)]
 
 
