@@ -43,8 +43,10 @@ def bounds_columns(values: np.ndarray, group: np.ndarray) -> dict[str, np.ndarra
     Sums are computed in ``values``' dtype (callers pass integers whose sums are exact
     there); ascending rows first, each direction sorted by (group_id, block, lo_rank).
     """
-    up = _ascending(values, group)
-    down = _ascending(-values, group)  # descending ranks are the ascending ranks of -S
+    order = np.lexsort((values, group))
+    v, g = values[order], group[order]
+    up = _ascending(v, g)
+    down = _ascending(-v[_reversed_within_groups(g)], g)  # descending = ascending of -S
     for name in ("value", "prior_sum", "total"):
         down[name] = -down[name]
     down["vmin"], down["vmax"] = -down["vmax"], -down["vmin"]
@@ -53,10 +55,19 @@ def bounds_columns(values: np.ndarray, group: np.ndarray) -> dict[str, np.ndarra
     return {name: np.concatenate([up[name], down[name]]) for name in COLUMNS}
 
 
-def _ascending(values: np.ndarray, group: np.ndarray) -> dict[str, np.ndarray]:
-    """The ascending rows (no ``descending`` column)."""
-    order = np.lexsort((values, group))
-    v, g = values[order], group[order]
+def _reversed_within_groups(g: np.ndarray) -> np.ndarray:
+    """Indices that reverse each run of equal ids of sorted ``g``, keeping runs in place."""
+    if len(g) == 0:
+        return np.zeros(0, dtype=np.int64)
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    start = np.flatnonzero(new_group)
+    end = np.r_[start[1:], len(g)]
+    of = np.cumsum(new_group) - 1
+    return start[of] + end[of] - 1 - np.arange(len(g))
+
+
+def _ascending(v: np.ndarray, g: np.ndarray) -> dict[str, np.ndarray]:
+    """The ascending rows (no ``descending`` column) of values sorted by (group, value)."""
     size = len(v)
     if size == 0:
         return {name: np.zeros(0, dtype=v.dtype) for name in COLUMNS if name != "descending"}
