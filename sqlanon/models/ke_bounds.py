@@ -22,7 +22,7 @@ records. Every row also carries its group's size ``n``, ``total``, ``vmin`` and
 ``vmax``, so a query needs no per-group aggregate. The block key bounds each lookup to
 at most :data:`BLOCK` candidate rows however many distinct values a group holds; the
 runs make the table small when values repeat (the 10^6 rows of the benchmark release
-need 47,504 rows).
+need 47,503 rows).
 """
 
 from __future__ import annotations
