@@ -69,11 +69,14 @@ class Release:
     sum_of_errors: float | None
     source_rows: int
     metrics: dict[str, Any]
+    domain: str = ""  # the people behind the source (README, "Domains")
+    seq: int = 0  # place in the domain's sequence of releases, 1, 2, ...
 
 
 _RELEASE_COLUMNS = (
     "family, version, table_name, model, source, CAST(parameters AS VARCHAR), rows_published, "
-    "held_back, suppressed, groups, sum_of_errors, source_rows, CAST(metrics AS VARCHAR)"
+    "held_back, suppressed, groups, sum_of_errors, source_rows, CAST(metrics AS VARCHAR), "
+    "domain, seq"
 )
 
 
@@ -81,6 +84,8 @@ def _release(row: tuple[Any, ...]) -> Release:
     values = list(row)
     values[5] = json.loads(values[5])
     values[12] = json.loads(values[12]) if values[12] else {}
+    values[13] = values[13] or values[4]  # written before domains: the source's own
+    values[14] = int(values[14] or 0)
     return Release(*values)
 
 
@@ -99,12 +104,19 @@ def latest(session: Session, family: str) -> Release | None:
     return found[-1] if found else None
 
 
+def domain_releases(session: Session, domain: str) -> list[Release]:
+    """Every release of ``domain``, every family and model, in the domain's order."""
+    sql = f"SELECT {_RELEASE_COLUMNS} FROM sqlanon.releases WHERE domain = $1 ORDER BY seq"  # noqa: S608
+    return [_release(r) for r in session.query(sql, [domain])]
+
+
 def record_release(session: Session, release: Release) -> None:
     session.execute(
         "INSERT INTO sqlanon.releases (family, version, table_name, model, source, parameters,"
-        " rows_published, held_back, suppressed, groups, sum_of_errors, source_rows, metrics)"
+        " rows_published, held_back, suppressed, groups, sum_of_errors, source_rows, metrics,"
+        " domain, seq)"
         " VALUES ($1, $2, $3, $4, $5, CAST($6 AS JSON), $7, $8, $9, $10, $11, $12,"
-        " CAST($13 AS JSON))",
+        " CAST($13 AS JSON), $14, $15)",
         [
             release.family,
             release.version,
@@ -119,6 +131,8 @@ def record_release(session: Session, release: Release) -> None:
             release.sum_of_errors,
             release.source_rows,
             json.dumps(release.metrics),
+            release.domain,
+            release.seq,
         ],
     )
 

@@ -31,8 +31,8 @@ GRANT USAGE ON SCHEMA sqlanon TO sqlanon_owner, sqlanon_analyst;
 GRANT CREATE ON SCHEMA sqlanon TO sqlanon_owner;  -- the per-release bounds tables
 
 REVOKE ALL ON ALL TABLES IN SCHEMA sqlanon FROM PUBLIC;
-GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.hierarchies,
-    sqlanon.hierarchy_widths TO sqlanon_owner;
+GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.cells,
+    sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
 GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;

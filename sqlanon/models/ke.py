@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sqlanon.errors import ConfigError, InfeasibleError
+from sqlanon.models.cells import Cells
 
 __all__ = [
     "KePlan",
@@ -32,6 +33,7 @@ __all__ = [
     "argsort_random_keys",
     "optimal_partition",
     "permute_within_groups",
+    "plan_in_cells",
     "plan_release",
     "secure_rng",
     "sum_of_errors",
@@ -434,6 +436,60 @@ def plan_release(
         runs = _auto_runs(v, elements, static, hold_penalty)
     plan = _plan_from_runs(v, cell_dense, elements, runs)
     return dataclasses.replace(plan, static_optimum=static)
+
+
+def plan_in_cells(
+    values: np.ndarray,
+    prior: Cells,
+    sensitive: str,
+    k: int,
+    e: float,
+    policy: str = "auto",
+    hold_penalty: float | None = None,
+    own_group: np.ndarray | None = None,
+) -> KePlan:
+    """Plan a (k,e) release of S = ``sensitive`` over records whose earlier releases of
+    the domain (any family, either model) left them in the cells ``prior``.
+
+    An old cell is published whole in one group or stays absent whole, so it keeps
+    every requirement it had; it may join a group only if its own values meet (k,e)
+    (its history then holds this release too). A cell that cannot (e.g. a class of an
+    lHD release with fewer than ``k`` distinct values) stays absent: held back, like new
+    records that cannot form a valid piece yet. ``plan_release`` does the rest with the
+    eligible cells as its old cells. ``paper`` ignores the cells and plans with the
+    family's own last groups ``own_group`` (the seeds' rule, unsafe).
+
+    >>> prior = Cells(np.array([0, 0, -1, -1]), ("v",), np.array([[2]]), np.array([[0.0]]))
+    >>> plan_in_cells(np.array([100, 900, 110, 910]), prior, "v", 2, 5).group.tolist()
+    [0, 0, 0, 0]
+    """
+    v = _as_values(values)
+    if prior.cell.shape != v.shape:
+        raise ConfigError(f"prior must describe every record ({v.size})")
+    if policy == "paper":
+        own = np.full(v.size, -1, dtype=np.int64) if own_group is None else own_group
+        return plan_release(v, own, own, k, e, "paper")
+    k, e = _check_parameters(k, e)
+    old = prior.cell >= 0
+    eligible = ~old
+    if old.any():
+        ids, dense = _unique_ids(prior.cell[old])
+        order = np.argsort(v[old], kind="stable")
+        distinct, low, high = _cell_stats(v[old][order], dense[order], len(ids))
+        ok = (distinct >= k) & (high - low >= e)
+        eligible[old] = ok[dense]
+    cell = np.where(eligible, prior.cell, -1)
+    group = np.full(v.size, -1, dtype=np.int64)
+    if not eligible.any():
+        return KePlan(group, group.copy(), 0.0, 0, int(v.size), None)
+    chosen = np.flatnonzero(eligible)
+    plan = plan_release(
+        v[chosen], cell[chosen], cell[chosen], k, e, policy, hold_penalty=hold_penalty
+    )
+    group[chosen] = plan.group
+    planned = np.full(v.size, -1, dtype=np.int64)
+    planned[chosen] = plan.cell
+    return dataclasses.replace(plan, group=group, cell=planned, held_back=int((group < 0).sum()))
 
 
 def _static_optimum(data: _Sorted, k: int, e: float) -> float | None:
