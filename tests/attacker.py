@@ -1,0 +1,375 @@
+"""An attacker written for the tests, sharing nothing with sqlanon's planners or audit.
+
+It holds every release of one domain (every family, both models) and, at worst, every
+group's membership (MODELS.md, "Cells"). Records are numbered 0..n-1 over the whole
+sequence; a release gives each record its group (-1: absent: not yet arrived, held back
+or suppressed), the attributes it published and its requirement (per attribute, a
+least number of distinct values and a least spread max - min).
+
+Three checks, each returning a :class:`Verdict` (records below their requirement):
+
+- :func:`cell_check`: the worst case of the cell rule. A record's history is its group in
+  every release, "absent" once it was first published; records with the same history
+  form a cell; a cell must meet the union of the requirements of the releases that
+  published it (the maximum per attribute).
+- :func:`subtraction_attack`: known multisets (every group, every release's total) per
+  attribute; a known multiset strictly contained (by records) in another is subtracted
+  from it, to a fixed point; a record's candidates are the intersection of the distinct
+  values of the known multisets holding it. Checks that the true value stays a candidate.
+- :func:`exact_attack`: on tiny cases, every assignment of the records' true value
+  tuples (a permutation) under which every group shows the multiset it published (an lHD
+  class shows its rows' sensitive values jointly, a (k,e) group one attribute) is a
+  possible world; a record's candidates are the values it takes over the possible worlds.
+  The real attacker, who does not know the values are a permutation of the true ones,
+  is at least this uncertain: 0 flagged here is sound.
+
+Values are compared with Python equality (``10000 == 10000.0``, ``"1" != 1``).
+
+>>> values = {"v": [100, 900, 110, 910]}
+>>> r1 = Release.lhd([0, 0, 1, 1], ["v"], 2)  # the age-30 class {100, 900}
+>>> r2 = Release.ke([0, 1, 0, 1], "v", 2, 5)  # (k,e) group {100, 110}
+>>> sorted(cell_check(values, [r1, r2]).flagged)
+[0, 1, 2, 3]
+>>> subtraction_attack(values, [r1, r2]).candidates[0, "v"]
+frozenset({100})
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Values = Mapping[str, Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release: ``group[r]`` (-1 absent), the published attributes (an lHD class
+    shows them jointly per row), and the requirement of every cell it publishes."""
+
+    group: tuple[int, ...]
+    attributes: tuple[str, ...]
+    distinct: Mapping[str, int]
+    spread: Mapping[str, float] = field(default_factory=dict)
+    label: str = ""
+
+    @staticmethod
+    def of(
+        group: Iterable[int],
+        attributes: Iterable[str],
+        distinct: Mapping[str, int],
+        spread: Mapping[str, float] | None = None,
+        label: str = "",
+    ) -> Release:
+        return Release(
+            tuple(int(g) for g in np.asarray(list(group)).reshape(-1)),
+            tuple(attributes),
+            dict(distinct),
+            dict(spread or {}),
+            label,
+        )
+
+    @staticmethod
+    def ke(group: Iterable[int], sensitive: str, k: int, e: float, label: str = "") -> Release:
+        return Release.of(group, [sensitive], {sensitive: k}, {sensitive: e}, label)
+
+    @staticmethod
+    def lhd(
+        group: Iterable[int],
+        sensitive: Iterable[str],
+        l: int,  # noqa: E741
+        label: str = "",
+    ) -> Release:
+        names = list(sensitive)
+        return Release.of(group, names, dict.fromkeys(names, l), None, label)
+
+    def groups(self) -> dict[int, list[int]]:
+        """Group id -> its records, in record order."""
+        out: dict[int, list[int]] = {}
+        for r, g in enumerate(self.group):
+            if g >= 0:
+                out.setdefault(g, []).append(r)
+        return out
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one group of one release showed: its records and the multiset of its rows'
+    values of ``attributes`` (tuples, jointly)."""
+
+    release: int
+    records: frozenset[int]
+    attributes: tuple[str, ...]
+    rows: Counter[tuple[Any, ...]]
+
+
+@dataclass
+class Verdict:
+    """Records below their requirement: ``flagged[r]`` lists why (attribute, what).
+    ``candidates[r, a]``: the attacker's candidate values (attacks only)."""
+
+    flagged: dict[int, list[str]] = field(default_factory=dict)
+    candidates: dict[tuple[int, str], frozenset[Any]] = field(default_factory=dict)
+
+    def flag(self, record: int, why: str) -> None:
+        self.flagged.setdefault(record, []).append(why)
+
+    def describe(self, limit: int = 10) -> str:
+        shown = sorted(self.flagged.items())[:limit]
+        return f"{len(self.flagged)} record(s) below their requirement: {shown}"
+
+
+def _size(releases: Sequence[Release]) -> int:
+    sizes = {len(r.group) for r in releases}
+    if len(sizes) > 1:
+        raise ValueError(f"every release must give a group to every record: sizes {sizes}")
+    return sizes.pop() if sizes else 0
+
+
+def observations(values: Values, releases: Sequence[Release]) -> list[Observation]:
+    """Every group's published multiset, computed from the true values."""
+    out = []
+    for i, release in enumerate(releases):
+        for members in release.groups().values():
+            rows = Counter(tuple(values[a][r] for a in release.attributes) for r in members)
+            out.append(Observation(i, frozenset(members), release.attributes, rows))
+    return out
+
+
+def requirements(releases: Sequence[Release]) -> list[dict[str, tuple[int, float]]]:
+    """Per record: attribute -> (least distinct, least spread), the maximum over the
+    releases that published it."""
+    need: list[dict[str, tuple[int, float]]] = [{} for _ in range(_size(releases))]
+    for release in releases:
+        for r, g in enumerate(release.group):
+            if g >= 0:
+                _raise(need[r], release)
+    return need
+
+
+def _raise(need: dict[str, tuple[int, float]], release: Release) -> None:
+    for a in set(release.distinct) | set(release.spread):
+        d, s = need.get(a, (0, 0.0))
+        need[a] = (max(d, release.distinct.get(a, 0)), max(s, release.spread.get(a, 0.0)))
+
+
+def _below(values: Iterable[Any], least_distinct: int, least_spread: float) -> str | None:
+    """Why these values fail (distinct count, spread), None when they do not."""
+    distinct = set(values)
+    if len(distinct) < least_distinct:
+        return f"{len(distinct)} distinct {sorted(distinct, key=repr)} < {least_distinct}"
+    if least_spread > 0:
+        numbers = [float(v) for v in distinct]
+        if not numbers or max(numbers) - min(numbers) < least_spread:
+            spread = max(numbers) - min(numbers) if numbers else 0.0
+            return f"spread {spread:g} < {least_spread:g}"
+    return None
+
+
+def histories(releases: Sequence[Release]) -> list[tuple[int | None, ...] | None]:
+    """Per record: its group in every release, -1 for absent after its first
+    publication, None before it; None for a record never published."""
+    out: list[tuple[int | None, ...] | None] = []
+    for r in range(_size(releases)):
+        entries: list[int | None] = []
+        published = False
+        for release in releases:
+            g = release.group[r]
+            published = published or g >= 0
+            entries.append(g if g >= 0 else (-1 if published else None))
+        out.append(tuple(entries) if published else None)
+    return out
+
+
+def cells(releases: Sequence[Release]) -> list[list[int]]:
+    """Records with the same history, in order of their first record."""
+    by_history: dict[tuple[int | None, ...], list[int]] = {}
+    for r, history in enumerate(histories(releases)):
+        if history is not None:
+            by_history.setdefault(history, []).append(r)
+    return list(by_history.values())
+
+
+def cell_check(values: Values, releases: Sequence[Release]) -> Verdict:
+    """Every record whose cell breaks the union of its releases' requirements."""
+    verdict = Verdict()
+    need = requirements(releases)
+    for members in cells(releases):
+        # every member of a cell was published by the same releases: one requirement
+        for a, (d, s) in sorted(need[members[0]].items()):
+            why = _below((values[a][r] for r in members), d, s)
+            if why is not None:
+                for r in members:
+                    verdict.flag(r, f"cell {members} {a}: {why}")
+    return verdict
+
+
+def _mask(records: Iterable[int]) -> int:
+    bits = 0
+    for r in records:
+        bits |= 1 << r
+    return bits
+
+
+def _members(mask: int) -> list[int]:
+    out, r = [], 0
+    while mask:
+        if mask & 1:
+            out.append(r)
+        mask >>= 1
+        r += 1
+    return out
+
+
+def subtraction_attack(
+    values: Values,
+    releases: Sequence[Release],
+    observed: Sequence[Observation] | None = None,
+    max_known: int = 200_000,
+) -> Verdict:
+    """Subtract known multisets to a fixed point, intersect, flag records below their
+    requirement. ``observed`` (default: :func:`observations`) is what was published;
+    ``values`` gives the true values, which must stay candidates (AssertionError if not).
+    """
+    observed = observations(values, releases) if observed is None else observed
+    known: dict[str, dict[int, Counter[Any]]] = {}
+
+    def learn(attribute: str, mask: int, multiset: Counter[Any]) -> None:
+        if sum(multiset.values()) != mask.bit_count():
+            raise AssertionError(
+                f"{attribute}: records {_members(mask)} but multiset {dict(multiset)}"
+            )
+        table = known.setdefault(attribute, {})
+        if mask in table:
+            if table[mask] != multiset:
+                raise AssertionError(
+                    f"{attribute}: records {_members(mask)} published as "
+                    f"{dict(table[mask])} and as {dict(multiset)}"
+                )
+            return
+        table[mask] = multiset
+        queue.append((attribute, mask))
+
+    queue: list[tuple[str, int]] = []
+    totals: dict[tuple[int, str], tuple[int, Counter[Any]]] = {}
+    for o in observed:
+        for j, a in enumerate(o.attributes):
+            multiset: Counter[Any] = Counter()
+            for row, count in o.rows.items():
+                multiset[row[j]] += count
+            mask = _mask(o.records)
+            learn(a, mask, multiset)
+            total_mask, total = totals.get((o.release, a), (0, Counter()))
+            totals[o.release, a] = (total_mask | mask, total + multiset)
+    for (_, a), (mask, total) in totals.items():
+        learn(a, mask, total)  # a release's total is the sum of its groups
+
+    while queue:
+        a, mask = queue.pop()
+        table = known[a]
+        if len(table) > max_known:
+            raise RuntimeError(f"more than {max_known} known multisets of {a}: too large")
+        multiset = table[mask]
+        for other, theirs in list(table.items()):
+            if other != mask and other & mask == mask:  # mask inside other
+                small, big, small_ms, big_ms = mask, other, multiset, theirs
+            elif other != mask and other & mask == other:  # other inside mask
+                small, big, small_ms, big_ms = other, mask, theirs, multiset
+            else:
+                continue
+            if small_ms - big_ms:
+                raise AssertionError(
+                    f"{a}: records {_members(small)} show {dict(small_ms)}, not inside "
+                    f"{dict(big_ms)} of records {_members(big)}"
+                )
+            learn(a, big & ~small, big_ms - small_ms)
+
+    verdict = Verdict()
+    need = requirements(releases)
+    for a, table in known.items():
+        common: dict[int, frozenset[Any]] = {}
+        for mask, multiset in table.items():
+            distinct = frozenset(multiset)
+            for r in _members(mask):
+                common[r] = common[r] & distinct if r in common else distinct
+        for r, candidates in common.items():
+            verdict.candidates[r, a] = candidates
+            if values[a][r] not in candidates:
+                raise AssertionError(
+                    f"record {r}'s true {a} {values[a][r]!r} is not among its candidates "
+                    f"{sorted(candidates, key=repr)}"
+                )
+    for r, by_attribute in enumerate(need):
+        for a, (d, s) in sorted(by_attribute.items()):
+            why = _below(verdict.candidates.get((r, a), frozenset()), d, s)
+            if why is not None:
+                verdict.flag(r, f"{a}: {why}")
+    return verdict
+
+
+def exact_attack(
+    values: Values,
+    releases: Sequence[Release],
+    observed: Sequence[Observation] | None = None,
+    max_records: int = 7,
+) -> Verdict:
+    """The possibilistic attacker over permutations of the published records' true value
+    tuples (every attribute any release published). Refuses more than ``max_records``
+    published records (ValueError)."""
+    observed = observations(values, releases) if observed is None else observed
+    records = sorted(set().union(*(o.records for o in observed))) if observed else []
+    if len(records) > max_records:
+        raise ValueError(f"{len(records)} published records > max_records={max_records}")
+    names = sorted({a for o in observed for a in o.attributes})
+    truth = {r: tuple(values[a][r] for a in names) for r in records}
+    where = [[names.index(a) for a in o.attributes] for o in observed]
+    holding: dict[int, list[int]] = {r: [] for r in records}
+    for i, o in enumerate(observed):
+        if sum(o.rows.values()) != len(o.records):
+            raise AssertionError(f"observation {i}: {len(o.records)} records, rows {o.rows}")
+        for r in o.records:
+            holding[r].append(i)
+    # most constrained records first: the search prunes earlier
+    order = sorted(records, key=lambda r: -len(holding[r]))
+    pool = Counter(truth.values())
+    used: list[Counter[tuple[Any, ...]]] = [Counter() for _ in observed]
+    chosen: dict[int, tuple[Any, ...]] = {}
+    possible: dict[int, set[tuple[Any, ...]]] = {r: set() for r in records}
+
+    def search(depth: int) -> None:
+        if depth == len(order):
+            for r, t in chosen.items():
+                possible[r].add(t)
+            return
+        r = order[depth]
+        for t in [t for t, c in pool.items() if c > 0]:
+            shown = [(i, tuple(t[j] for j in where[i])) for i in holding[r]]
+            if any(used[i][row] >= observed[i].rows[row] for i, row in shown):
+                continue
+            pool[t] -= 1
+            for i, row in shown:
+                used[i][row] += 1
+            chosen[r] = t
+            search(depth + 1)
+            del chosen[r]
+            for i, row in shown:
+                used[i][row] -= 1
+            pool[t] += 1
+
+    search(0)
+    verdict = Verdict()
+    need = requirements(releases)
+    for r in records:
+        if truth[r] not in possible[r]:
+            raise AssertionError(f"record {r}'s true values {truth[r]} are not a candidate")
+        for j, a in enumerate(names):
+            verdict.candidates[r, a] = frozenset(t[j] for t in possible[r])
+        for a, (d, s) in sorted(need[r].items()):
+            why = _below(verdict.candidates[r, a], d, s)
+            if why is not None:
+                verdict.flag(r, f"{a}: {why}")
+    return verdict
