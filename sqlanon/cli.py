@@ -59,6 +59,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+_DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
+
+
 def _progress(stage: str, count: int) -> None:
     """Progress of a long release, one line on stderr (stdout keeps the JSON summary)."""
     print(f"sqlanon: {stage}: {count:,}", file=sys.stderr, flush=True)
@@ -224,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_argument(
         "--domain",
         default=None,
-        help="the people behind the source (README, Domains); decided by default",
+        help=_DOMAIN_HELP,
     )
     ke.set_defaults(run=_release_ke)
 
@@ -244,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     lhd.add_argument(
         "--domain",
         default=None,
-        help="the people behind the source (README, Domains); decided by default",
+        help=_DOMAIN_HELP,
     )
     lhd.set_defaults(run=_release_lhd)
 

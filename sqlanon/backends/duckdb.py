@@ -164,18 +164,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             domain=domain,
         )
 
-    def release_lhd(  # noqa: PLR0913
-        source,
-        family,
-        key,
-        quasi,
-        sensitive,
-        l,
-        algorithm,
-        max_suppression,
-        seed,
-        domain,  # noqa: ANN001, E741
-    ):
+    def release_lhd(source, family, key, quasi, sensitive, l, algorithm, ms, seed, domain):  # noqa: ANN001, E741
         return api.release_lhd(
             con,
             source,
@@ -185,7 +174,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             sensitive=sensitive,
             l=l,
             algorithm=algorithm,
-            max_suppression=max_suppression,
+            max_suppression=ms,
             seed=seed,
             domain=domain,
         )
