@@ -10,8 +10,12 @@ of it. How a release's domain is decided (README, "Domains"):
    one domain; asking for another is refused);
 3. ``domain := 'name'`` names one explicitly (a new source joins it, or starts it);
 4. otherwise the source inherits the one domain whose published records share keys
-   with it (a copy, a view, a dbt model of a released table); several such domains are
-   refused (name one); none starts a new domain named after the source.
+   with it and whose constrained sensitive attributes it has, by column name (a copy, a
+   view, a dbt model of a released table); several such domains are refused (name
+   one); none starts a new domain named after the source. A table of other people whose
+   keys happen to collide lacks those columns or is refused with a message asking for
+   ``domain := 'name'``; only a copy whose keys or sensitive columns were renamed
+   escapes, and that takes intent.
 
 A release must see every record its domain has published (their cells constrain it):
 a record missing from the source, or a sensitive value the domain's cells constrain
@@ -81,10 +85,13 @@ def resolve(
         key=q(key),
         source=src.qualified(session),
     )
+    columns = {c.lower() for c in src.columns}
     sharing = []
     for domain in sorted({r.domain for r in every}):
         last = latest(session, domain)
-        if last is not None and session.query(text, [last.family, last.version])[0][0]:
+        if last is None or not {a.lower() for a in attributes(last)} <= columns:
+            continue  # the source lacks a value the domain's people have: other people
+        if session.query(text, [last.family, last.version])[0][0]:
             sharing.append(domain)
     if len(sharing) > 1:
         raise ConfigError(

@@ -491,6 +491,13 @@ def release_ke(
         if policy != "paper":
             _refuse_unsafe(prior, cells, {sensitive: values})
         chosen = plan.group >= 0
+        if not chosen.any():
+            raise InfeasibleError(
+                f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
+                f"{int((prior.cell >= 0).sum())} were published by earlier releases of domain "
+                f"{scope.name!r} in cells that cannot meet it, and the others cannot form a "
+                "valid group; lower k or e, or release when more rows have arrived"
+            )
         if progress is not None:
             progress("groups built", int(plan.groups))
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))

@@ -706,8 +706,9 @@ def _split(
 def _top_down(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
     """Top-down specialization, then the greedy inside every small final partition
     (kept only when it places every record and lowers the precision loss)."""
+    idx = idx[~_failing_records(problem, idx)] if idx.size else idx
     if idx.size == 0:
-        return []
+        return []  # no valid piece: everything left out (suppressed or held back)
     final: list[np.ndarray] = []
     stack = [idx]
     while stack:
