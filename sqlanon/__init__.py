@@ -1,13 +1,13 @@
 """sqlanon: publish a growing private table again and again without leaking it.
 
-    import duckdb, sqlanon
-    con = duckdb.connect("clinic.duckdb")
-    sqlanon.install(con)
-    sqlanon.release_ke(con, "adult", "adult_ke", key="id", sensitive="capital_loss",
-                       quasi=["age", "sex"], k=5, e=20)
-    sqlanon.load_hierarchies(con, "adult", "hierarchies/")  # adult_hierarchy_<attr>.csv
-    sqlanon.release_lhd(con, "adult", "adult_lhd", key="id", quasi=["age", "sex"],
-                        sensitive=["capital_loss"], l=3)
+import duckdb, sqlanon
+con = duckdb.connect("clinic.duckdb")
+sqlanon.install(con)
+sqlanon.release_ke(con, "adult", "adult_ke", key="id", sensitive="capital_loss",
+                   quasi=["age", "sex"], k=5, e=20)
+sqlanon.load_hierarchies(con, "adult", "hierarchies/")  # adult_hierarchy_<attr>.csv
+sqlanon.release_lhd(con, "adult", "adult_lhd", key="id", quasi=["age", "sex"],
+                    sensitive=["capital_loss"], l=3)
 """
 
 # Load the modules sqlanon.audit, sqlanon.release_lhd and sqlanon.rewrite first: importing

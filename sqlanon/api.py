@@ -54,9 +54,11 @@ def release_ke(
     policy: str = "auto",
     seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    domain: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family``; see :func:`release.release_ke`
-    (``progress(stage, count)`` is called as rows are read, grouped and written)."""
+    (``progress(stage, count)`` is called as rows are read, grouped and written;
+    ``domain`` names the people behind the source, README "Domains")."""
     with session_for(con) as session:
         return release.release_ke(
             session,
@@ -70,6 +72,7 @@ def release_ke(
             policy=policy,
             seed=seed,
             progress=progress,
+            domain_name=domain,
         )
 
 
@@ -86,6 +89,7 @@ def release_lhd(
     max_suppression: float = 0.05,
     seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    domain: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
     :func:`sqlanon.release_lhd.release_lhd` (``progress`` as for :func:`release_ke`)."""
@@ -105,6 +109,7 @@ def release_lhd(
             max_suppression=max_suppression,
             seed=seed,
             progress=progress,
+            domain_name=domain,
         )
 
 

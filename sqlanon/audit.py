@@ -45,10 +45,10 @@ def audit_versions(session: Session, refs: Sequence[tuple[str, int]]) -> list[di
         raise ConfigError(f"the audit covers (k,e) families here; got models {sorted(models)}")
     first = chosen[0].parameters
     for r in chosen:
-        same = all(r.parameters[p] == first[p] for p in ("source", "key", "sensitive", "k", "e"))
+        same = all(r.parameters[p] == first[p] for p in ("key", "sensitive", "k", "e"))
         if not same:
-            raise ConfigError("audited releases must share source, key, sensitive, k and e")
-    src = resolve_source(session, first["source"])
+            raise ConfigError("audited releases must share key, sensitive, k and e")
+    src = resolve_source(session, chosen[-1].parameters["source"])
     q = session.quote_ident
     text = sqltext.render(
         sqltext.load(session.dialect, "ke_audit_history"),

@@ -42,8 +42,17 @@ def _rebuild_ke_bounds(session: Session) -> None:
     release.rebuild_ke_bounds(session)
 
 
+def _rebuild_domains(session: Session) -> None:
+    from sqlanon import domain  # domain builds on this module
+
+    domain.rebuild(session)
+
+
 #: Migrations that also rewrite data, run after their file inside its transaction.
-_DATA_STEPS: dict[str, Callable[[Session], None]] = {"003_ke_bounds_runs": _rebuild_ke_bounds}
+_DATA_STEPS: dict[str, Callable[[Session], None]] = {
+    "003_ke_bounds_runs": _rebuild_ke_bounds,
+    "005_domains": _rebuild_domains,
+}
 
 
 def _statements(text: str) -> list[str]:

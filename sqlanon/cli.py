@@ -59,6 +59,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+_DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
+
+
 def _progress(stage: str, count: int) -> None:
     """Progress of a long release, one line on stderr (stdout keeps the JSON summary)."""
     print(f"sqlanon: {stage}: {count:,}", file=sys.stderr, flush=True)
@@ -80,6 +83,7 @@ def _release_ke(args: argparse.Namespace) -> None:
             policy=args.policy,
             seed=args.seed,
             progress=_progress,
+            domain=args.domain,
         )
     print(json.dumps(summary, indent=2))
 
@@ -100,6 +104,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
             max_suppression=args.max_suppression,
             seed=args.seed,
             progress=_progress,
+            domain=args.domain,
         )
     print(json.dumps(summary, indent=2))
 
@@ -219,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_argument("--e", type=float, required=True)
     ke.add_argument("--policy", default="auto", choices=["auto", "merge", "defer", "paper"])
     ke.add_argument("--seed", type=int, default=None, help="reproducible shuffles: tests only")
+    ke.add_argument(
+        "--domain",
+        default=None,
+        help=_DOMAIN_HELP,
+    )
     ke.set_defaults(run=_release_ke)
 
     lhd = commands.add_parser("release-lhd", help="publish the next lHD-diverse version")
@@ -229,9 +239,16 @@ def build_parser() -> argparse.ArgumentParser:
     lhd.add_argument("--quasi", nargs="+", required=True)
     lhd.add_argument("--sensitive", nargs="+", required=True)
     lhd.add_argument("--l", type=int, required=True)
-    lhd.add_argument("--algorithm", default="auto", choices=["auto", "greedy", "scalable"])
+    lhd.add_argument(
+        "--algorithm", default="auto", choices=["auto", "greedy", "scalable", "refine"]
+    )
     lhd.add_argument("--max-suppression", type=float, default=0.05)
     lhd.add_argument("--seed", type=int, default=None, help="reproducible row order: tests only")
+    lhd.add_argument(
+        "--domain",
+        default=None,
+        help=_DOMAIN_HELP,
+    )
     lhd.set_defaults(run=_release_lhd)
 
     hier = commands.add_parser(

@@ -47,30 +47,48 @@ def append_schedule(n: int, parts: int = PARTS) -> list[int]:
 def run_experiment(
     con: duckdb.DuckDBPyConnection, k: int, e: float, strategies: tuple[str, ...]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Release after every append for each strategy; rows per version with the audit."""
+    """Release after every append for each strategy; rows per version with the audit.
+
+    Releases of one source compose (they share a domain), so each strategy releases its
+    own copy of the table under a domain of its own (``domain :=``, the explicit way to
+    say "other people"), and independent re-release gives every version its own copy
+    and domain: nothing constrains one strategy by another. The audit then links them
+    by key as an attacker holding them all would.
+    """
     n = load_adult(con)
     counts = append_schedule(n)
-    con.execute("CREATE OR REPLACE TABLE adult AS SELECT * FROM adult_all LIMIT 0")
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
     independent: list[tuple[str, int]] = []
     session = DuckDBSession(con)
     try:
+        for strategy in strategies:
+            if strategy != "independent":
+                con.execute(
+                    f"CREATE OR REPLACE TABLE source_{strategy} AS "  # noqa: S608
+                    "SELECT * FROM adult_all LIMIT 0"
+                )
         loaded = 0
         for version, count in enumerate(counts, start=1):
-            con.execute(
-                "INSERT INTO adult SELECT * FROM adult_all ORDER BY id LIMIT $1 OFFSET $2",
-                [count - loaded, loaded],
-            )
-            loaded = count
             for strategy in strategies:
                 if strategy == "independent":
-                    family, policy = f"adult_indep_{version}", "auto"
+                    source, family = f"source_indep_{version}", f"adult_indep_{version}"
+                    con.execute(
+                        f"CREATE OR REPLACE TABLE {source} AS "  # noqa: S608
+                        "SELECT * FROM adult_all ORDER BY id LIMIT $1",
+                        [count],
+                    )
                     independent.append((family, 1))
+                    policy = "auto"
                 else:
-                    family, policy = f"adult_{strategy}", strategy
+                    source, family, policy = f"source_{strategy}", f"adult_{strategy}", strategy
+                    con.execute(
+                        f"INSERT INTO {source} SELECT * FROM adult_all "  # noqa: S608
+                        "ORDER BY id LIMIT $1 OFFSET $2",
+                        [count - loaded, loaded],
+                    )
                 summary = release_ke(
                     session,
-                    "adult",
+                    source,
                     family,
                     key="id",
                     sensitive="capital_loss",
@@ -78,9 +96,11 @@ def run_experiment(
                     k=k,
                     e=e,
                     policy=policy,
+                    domain_name=family,
                 )
                 summary["version"] = version
                 results[strategy].append(summary)
+            loaded = count
         for strategy in strategies:
             if strategy == "independent":
                 audits = audit_versions(session, independent)

@@ -8,6 +8,7 @@ Any error before the commit leaves nothing behind.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -17,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, sqltext
+from sqlanon import catalog, domain, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke, ke_bounds
+from sqlanon.models.cells import Cells, Requirement, failing_cells
 
 KE_POLICIES = ("auto", "merge", "defer", "paper")
 _NUMERIC = re.compile(
@@ -218,6 +220,85 @@ def _refuse_changed(keys: np.ndarray, changed: np.ndarray, family: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class DomainScope:
+    """A release's place in its domain (:mod:`sqlanon.domain`): the domain's latest
+    release ``last`` (None: the first), this release's ``seq``, and the attributes the
+    domain's cells constrain before it and after it (``attributes``, source columns)."""
+
+    name: str
+    last: catalog.Release | None
+    seq: int
+    before: list[str]
+    attributes: list[str]
+
+    def hashes(self, session: Session, key: str) -> dict[str, str]:
+        """The read's fingerprint columns: ``value_hashed`` over the attributes after
+        this release, ``old_hashed`` over those before (the key when there are none:
+        then no record has a stored fingerprint to compare)."""
+        return {
+            "value_hashed": _idents(session, self.attributes, "src"),
+            "old_hashed": _idents(session, self.before or [key], "src"),
+        }
+
+    def read_parameters(self, family: str, last: catalog.Release | None) -> list[Any]:
+        # Version NULL when there is nothing before: the join to sqlanon.members is
+        # constant false and never reads it (with version 0 PostgreSQL would scan the
+        # BRIN ranges that autovacuum has not summarized yet).
+        return [
+            family,
+            None if last is None else last.version,
+            None if self.last is None else self.last.family,
+            None if self.last is None else self.last.version,
+        ]
+
+    def prior(
+        self,
+        session: Session,
+        src: Source,
+        key: str,
+        keys: np.ndarray,
+        rows: dict[str, np.ndarray],
+    ) -> Cells:
+        """The cells the domain's earlier releases left the source's records in, after
+        refusing records missing from the source and changed constrained values."""
+        if self.last is None:
+            return Cells.empty(keys.size)
+        raw = rows["domain_cell"].astype(np.int64)
+        domain.refuse_missing(session, src, key, self.last, int((raw >= 0).sum()))
+        domain.refuse_changed(keys, (raw >= 0) & rows["value_changed"].astype(bool), self.name)
+        return domain.read_cells(session, self.last, raw)
+
+
+def open_domain(
+    session: Session,
+    src: Source,
+    key: str,
+    family_last: catalog.Release | None,
+    requested: str | None,
+    sensitive: Sequence[str],
+) -> DomainScope:
+    """Decide the release's domain and serialize the domain's releases (each must see
+    the one before: on PostgreSQL an advisory lock; DuckDB refuses the second to commit,
+    ``sqlanon.releases`` holding one row per (domain, seq))."""
+    name = domain.resolve(session, src, key, family_last, requested)
+    session.lock_family(f"domain {name}")
+    last = domain.latest(session, name)
+    before = domain.require_columns(src, name, domain.attributes(last))
+    after = sorted(set(before) | set(sensitive))
+    return DomainScope(name, last, 1 if last is None else last.seq + 1, before, after)
+
+
+def _refuse_unsafe(before: Cells, after: Cells, values: dict[str, np.ndarray]) -> None:
+    """The last check before anything is written: every cell meets its requirement."""
+    failing = failing_cells(before, after, values)
+    if failing.any():
+        raise UnsafeReleaseError(
+            f"internal error: {int(failing.sum())} cells of the planned release break the "
+            "cell rule; nothing was published; please report this with the input"
+        )
+
+
 def random_order(n: int, seed: int | None) -> np.ndarray:
     """A uniformly random rank per row (CSPRNG unless a test seed is given)."""
     if seed is None:
@@ -236,6 +317,7 @@ def load_members(
     group: np.ndarray,
     cell: np.ndarray,
     row_hash: np.ndarray,
+    value_hash: np.ndarray,
     extra: dict[str, tuple[np.ndarray, str]] | None = None,
 ) -> None:
     """Load every record's state for this version into the temporary table
@@ -243,22 +325,24 @@ def load_members(
 
     ``keys`` are the records' keys as read (text), or as :func:`_join_keys` made them, of
     SQL type ``key_type``; ``group`` is the record's group (class) in this version, -1
-    when it is not published, and ``cell`` its cell; ``row_hash`` the fingerprints of the
-    published columns (quasi + sensitive) that the source read computed in SQL (its
-    ``row_hash``), the expression the next release compares against: stored as read,
-    they fingerprint exactly the values the model saw. ``extra`` columns (name ->
+    when it is not published, and ``cell`` its cell over every release of the domain
+    (-1: none has published it); ``row_hash`` the fingerprints of the published columns
+    (quasi + sensitive) and ``value_hash`` of the attributes the domain's cells
+    constrain, both as the source read computed them in SQL, the expressions the next
+    release compares against: stored as read, they fingerprint exactly the values the
+    model saw. ``extra`` columns (name ->
     values, SQL type) ride along: a (k,e) release writes its table from this one
     temporary table too (in PostgreSQL each loaded column of 10^6 values costs ~0.2 s).
     """
     extra = extra or {}
-    published = group >= 0
     session.load_temp(
         "_sqlanon_members",
         {
             "record_key": keys,
-            "group_id": np.where(published, group, -1).astype(np.int64),
-            "cell_id": np.where(published, cell, -1).astype(np.int64),
+            "group_id": group.astype(np.int64),
+            "cell_id": cell.astype(np.int64),
             "row_hash": row_hash,
+            "value_hash": value_hash,
             **{name: values for name, (values, _) in extra.items()},
         },
         {
@@ -267,18 +351,17 @@ def load_members(
             "cell_id": "BIGINT",
             # DuckDB's hash() is unsigned; PostgreSQL's fingerprints are signed.
             "row_hash": "UBIGINT" if row_hash.dtype == np.uint64 else "BIGINT",
+            "value_hash": "UBIGINT" if value_hash.dtype == np.uint64 else "BIGINT",
             **{name: type_name for name, (_, type_name) in extra.items()},
         },
     )
 
 
-def write_members(session: Session, family: str, version: int, unpublished: str) -> None:
+def write_members(session: Session, family: str, version: int) -> None:
     """Store ``_sqlanon_members`` (:func:`load_members`) in ``sqlanon.members`` as this
-    version of ``family``, then drop it. Records with a group are 'published'; the others
-    get the status ``unpublished`` ('held_back' or 'suppressed')."""
-    if unpublished not in ("held_back", "suppressed"):
-        raise ValueError(f"write_members: no status {unpublished!r}")
-    session.execute(sqltext.load(session.dialect, "write_members"), [family, version, unpublished])
+    version of ``family``, then drop it. Records with a group are 'published', records
+    with a cell but no group 'suppressed', the others 'held_back'."""
+    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
     session.execute("DROP TABLE _sqlanon_members")
 
 
@@ -308,11 +391,15 @@ def release_ke(
     policy: str = "auto",
     seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    domain_name: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family`` from ``source``.
 
-    Returns a summary: version, table, rows published, groups, rows held back, sum of
-    errors, and the static optimum of the current table for comparison. ``progress``,
+    The release composes with every earlier release of its domain (``domain_name``, or
+    decided as :mod:`sqlanon.domain` says): old cells stay whole or absent whole, and a
+    cell that cannot meet (k,e) is held back. Returns a summary: version, table, rows
+    published, groups, rows held back (never published yet) and suppressed (published
+    before), sum of errors, and the static optimum of the current table. ``progress``,
     if given, is called as ``progress(stage, count)`` after each long step: "rows read",
     "groups built", "rows written".
     """
@@ -320,6 +407,7 @@ def release_ke(
     if not isinstance(key, str) or not isinstance(sensitive, str):
         raise ConfigError("key and sensitive must each name one column")
     quasi = _check_names(family, quasi, [sensitive], key)
+    domain_name = domain.check_domain(domain_name)
     with session.transaction():
         session.lock_family(family)
         src = resolve_source(session, source)
@@ -331,6 +419,10 @@ def release_ke(
                 f"sensitive column {sensitive!r} is {src.columns[sensitive]}; (k,e) needs a "
                 "numeric column (cast it in a view, or use the lHD model for categories)"
             )
+        last = catalog.latest(session, family)
+        if last is not None and last.model != "ke":
+            raise ConfigError(f"family {family!r} is an {last.model} family, not (k,e)")
+        scope = open_domain(session, src, key, last, domain_name, [sensitive])
         parameters = {
             "source": src.label,
             "key": key,
@@ -340,10 +432,8 @@ def release_ke(
             "e": e,
             "policy": policy,
             "seeded": seed is not None,
+            "domain_attributes": scope.attributes,
         }
-        last = catalog.latest(session, family)
-        if last is not None and last.model != "ke":
-            raise ConfigError(f"family {family!r} is an {last.model} family, not (k,e)")
         _check_unchanged(
             family, last, parameters, ("source", "key", "sensitive", "quasi", "k", "e")
         )
@@ -358,6 +448,7 @@ def release_ke(
             key=q(key),
             sensitive=q(sensitive),
             hashed=_idents(session, [*quasi, sensitive], "src"),
+            **scope.hashes(session, key),
             source=src.qualified(session),
         )
         # Read only what this release needs (each column of 10^6 rows costs PostgreSQL
@@ -369,14 +460,14 @@ def release_ke(
             else "record_key",
             "s",
             "row_hash",
+            "value_hash",
         ]
         if last is not None:
-            wanted += ["prev_group", "prev_cell", "published_before", "changed"]
+            wanted += ["prev_group", "published_before", "changed"]
+        if scope.last is not None:
+            wanted += ["domain_cell", "value_changed"]
         read = f"SELECT {', '.join(wanted)} FROM ({read}\n) AS r"  # noqa: S608
-        # Version NULL before the first: the join to sqlanon.members is constant false and
-        # never reads it (with version 0 PostgreSQL would scan the BRIN ranges that
-        # autovacuum has not summarized yet, the latest releases of every family).
-        rows = session.query_arrays(read, [family, None if last is None else last.version])
+        rows = session.query_arrays(read, scope.read_parameters(family, last))
         keys, values = rows["record_key"], rows["s"].astype(np.float64)
         if progress is not None:
             progress("rows read", int(keys.size))
@@ -387,17 +478,26 @@ def release_ke(
                 f"sensitive column {sensitive!r} has {int(bad.sum())} NaN or infinite values "
                 f"(keys {shown}); fix or filter them"
             )
-        if last is None:
-            prev_cell = prev_group = np.full(keys.size, -1, dtype=np.int64)
-        else:
+        own_group = np.full(keys.size, -1, dtype=np.int64)
+        if last is not None:
             published_before = rows["published_before"].astype(bool)
             _refuse_deleted(session, src, key, last, int(published_before.sum()))
             _refuse_changed(keys, published_before & rows["changed"].astype(bool), family)
-            prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
-            prev_group = np.where(published_before, rows["prev_group"], -1).astype(np.int64)
+            own_group = np.where(published_before, rows["prev_group"], -1).astype(np.int64)
+        prior = scope.prior(session, src, key, keys, rows)
 
-        plan = ke.plan_release(values, prev_cell, prev_group, k, e, policy)
+        plan = ke.plan_in_cells(values, prior, sensitive, k, e, policy, own_group=own_group)
+        cells = prior.then(plan.group, Requirement.ke(sensitive, k, e))
+        if policy != "paper":
+            _refuse_unsafe(prior, cells, {sensitive: values})
         chosen = plan.group >= 0
+        if not chosen.any():
+            raise InfeasibleError(
+                f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
+                f"{int((prior.cell >= 0).sum())} were published by earlier releases of domain "
+                f"{scope.name!r} in cells that cannot meet it, and the others cannot form a "
+                "valid group; lower k or e, or release when more rows have arrived"
+            )
         if progress is not None:
             progress("groups built", int(plan.groups))
         donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
@@ -426,8 +526,9 @@ def release_ke(
             join_keys[layout],
             key_type,
             plan.group[layout],
-            plan.cell[layout],
+            cells.cell[layout],
             rows["row_hash"][layout],
+            rows["value_hash"][layout],
             extra={**donated, "ord": (ord_[layout], "BIGINT")},
         )
         session.execute(
@@ -455,7 +556,9 @@ def release_ke(
         )
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
-        write_members(session, family, version, "held_back")
+        write_members(session, family, version)
+        domain.write_cells(session, family, version, cells)
+        never = prior.cell < 0
         summary = catalog.Release(
             family=family,
             version=version,
@@ -464,12 +567,14 @@ def release_ke(
             source=src.label,
             parameters=parameters,
             rows_published=int(chosen.sum()),
-            held_back=int(plan.held_back),
-            suppressed=0,
+            held_back=int((~chosen & never).sum()),
+            suppressed=int((~chosen & ~never).sum()),
             groups=int(plan.groups),
             sum_of_errors=float(plan.sum_of_errors),
             source_rows=source_rows,
             metrics={"static_optimum": plan.static_optimum},
+            domain=scope.name,
+            seq=scope.seq,
         )
         catalog.record_release(session, summary)
     return _summary(summary)
@@ -573,13 +678,15 @@ def rebuild_ke_bounds(session: Session) -> None:
     q = session.quote_ident
     schema = session.query("SELECT current_schema()")[0][0]
     exists = sqltext.load(session.dialect, "relation_exists")
-    for release in catalog.releases(session):
-        table = release.table_name
-        if release.model != "ke" or not session.query(exists, [schema, table]):
+    # The catalog as migration 003 knows it (later migrations add columns).
+    for table, parameters in session.query(
+        "SELECT table_name, CAST(parameters AS VARCHAR) FROM sqlanon.releases WHERE model = 'ke'"
+    ):
+        if not session.query(exists, [schema, table]):
             continue
         bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
         session.execute(f"DROP TABLE IF EXISTS {bounds}")
-        _write_bounds_sql(session, bounds, q(table), q(release.parameters["sensitive"]))
+        _write_bounds_sql(session, bounds, q(table), q(json.loads(parameters)["sensitive"]))
         grant_readers(session, [bounds])
 
 

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, sqltext
+from sqlanon import catalog, domain, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, load_directory
+from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
 from sqlanon.release import (
     _NUMERIC,
@@ -38,10 +39,12 @@ from sqlanon.release import (
     _profile_source,
     _refuse_changed,
     _refuse_deleted,
+    _refuse_unsafe,
     _sql,
     _summary,
     grant_readers,
     load_members,
+    open_domain,
     publish_view,
     random_order,
     resolve_source,
@@ -49,7 +52,16 @@ from sqlanon.release import (
 )
 
 # Names the read and write SQL use for their own columns.
-_INTERNAL = {"record_key", "published_before", "changed", "prev_cell", "ord"}
+_INTERNAL = {
+    "record_key",
+    "published_before",
+    "changed",
+    "ord",
+    "row_hash",
+    "domain_cell",
+    "value_hash",
+    "value_changed",
+}
 
 
 def attribute_name(name: str) -> str:
@@ -282,8 +294,12 @@ def release_lhd(
     max_suppression: float = 0.05,
     seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    domain_name: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
+
+    The release composes with every earlier release of its domain (``domain_name``, or
+    decided as :mod:`sqlanon.domain` says) under the cell rule (:mod:`sqlanon.models.lhd`).
 
     ``seed`` only fixes the row order (tests); the plan itself is deterministic.
     Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
@@ -296,12 +312,10 @@ def release_lhd(
     quasi = _check_names(family, quasi, sensitive, key)
     if not quasi:
         raise ConfigError("quasi must list at least one column (each needs a hierarchy)")
+    domain_name = domain.check_domain(domain_name)
     with session.transaction():
         session.lock_family(family)
         src = resolve_source(session, source)
-        # Every lHD family of a source constrains the others: serialize them (an advisory
-        # lock on PostgreSQL; DuckDB has none, see DuckDBSession.lock_family).
-        session.lock_family(f"{src.label} (lHD source)")
         key = src.column(key, "key")
         quasi = [src.column(c, "quasi") for c in quasi]
         sensitive = [src.column(c, "sensitive") for c in sensitive]
@@ -309,6 +323,13 @@ def release_lhd(
         clash = _INTERNAL & {c.lower() for c in [*quasi, *sensitive]}
         if clash:
             raise ConfigError(f"columns named {sorted(clash)} clash with sqlanon's own; rename")
+        last = catalog.latest(session, family)
+        if last is not None and last.model != "lhd":
+            raise ConfigError(f"family {family!r} is a {last.model} family, not lHD")
+        scope = open_domain(session, src, key, last, domain_name, sensitive)
+        # Attributes earlier releases constrain that this one does not publish: every
+        # piece of an old cell must keep them, so they are read (never written).
+        checked = [a for a in scope.before if a not in sensitive]
         parameters = {
             "source": src.label,
             "key": key,
@@ -318,10 +339,8 @@ def release_lhd(
             "algorithm": algorithm,
             "max_suppression": float(max_suppression),
             "seeded": seed is not None,
+            "domain_attributes": scope.attributes,
         }
-        last = catalog.latest(session, family)
-        if last is not None and last.model != "lhd":
-            raise ConfigError(f"family {family!r} is a {last.model} family, not lHD")
         _check_unchanged(family, last, parameters, ("source", "key", "quasi", "sensitive", "l"))
         version = 1 if last is None else last.version + 1
         table = _check_target(session, family, version)
@@ -336,10 +355,13 @@ def release_lhd(
                 "lhd_read_source",
                 key=q(key),
                 hashed=_idents(session, [*quasi, *sensitive], "src"),
-                columns=_idents(session, [*quasi, *sensitive], "src"),
+                columns=_idents(
+                    session, [*quasi, *sensitive, *(a for a in checked if a not in quasi)], "src"
+                ),
+                **scope.hashes(session, key),
                 source=src.qualified(session),
             ),
-            [family, None if last is None else last.version],  # see release.release_ke
+            scope.read_parameters(family, last),
         )
         keys = rows["record_key"]
         if progress is not None:
@@ -357,19 +379,21 @@ def release_lhd(
                     f"{shown}); fill or filter them"
                 )
         hierarchies = _hierarchies(session, src, quasi, rows)
-        earlier = [
-            earlier_release(session, r, shared, keys)
-            for r, shared in related_releases(session, src.label, sensitive)
-        ]
+        if scope.last is None:
+            rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
+        prior = scope.prior(session, src, key, keys, rows)
         plan = plan_lhd(
             {c: rows[c] for c in quasi},
             {s: rows[s] for s in sensitive},
             hierarchies,
             int(l),
-            earlier,
+            prior,
             algorithm,
             float(max_suppression),
+            checked={a: rows[a] for a in checked},
         )
+        cells = prior.then(plan.class_id, Requirement.lhd(sensitive, int(l)))
+        _refuse_unsafe(prior, cells, {a: rows[a] for a in [*sensitive, *checked]})
         chosen = plan.class_id >= 0
         if progress is not None:
             progress("groups built", int(plan.n_classes))
@@ -404,10 +428,17 @@ def release_lhd(
             progress("rows written", int(chosen.sum()))
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family)])
-        prev_cell = np.where(published_before, rows["prev_cell"], -1).astype(np.int64)
-        _, cell = np.unique(np.stack([prev_cell, plan.class_id]), axis=1, return_inverse=True)
-        load_members(session, keys, "VARCHAR", plan.class_id, cell.reshape(-1), rows["row_hash"])
-        write_members(session, family, version, "suppressed")
+        load_members(
+            session,
+            keys,
+            "VARCHAR",
+            plan.class_id,
+            cells.cell,
+            rows["row_hash"],
+            rows["value_hash"],
+        )
+        write_members(session, family, version)
+        domain.write_cells(session, family, version, cells)
         summary = catalog.Release(
             family=family,
             version=version,
@@ -416,7 +447,7 @@ def release_lhd(
             source=src.label,
             parameters=parameters,
             rows_published=int(chosen.sum()),
-            held_back=0,
+            held_back=int(plan.held_back),
             suppressed=int(plan.suppressed),
             groups=int(plan.n_classes),
             sum_of_errors=None,
@@ -426,6 +457,8 @@ def release_lhd(
                 "dm": int(plan.dm),
                 "algorithm_used": plan.algorithm,
             },
+            domain=scope.name,
+            seq=scope.seq,
         )
         catalog.record_release(session, summary)
     return _summary(summary)

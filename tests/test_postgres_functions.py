@@ -371,7 +371,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             RELEASE_KE,
             "SELECT sqlanon.audit('adult_ke')",
             "SELECT sqlanon._release_ke('public', 'adult', 'x', 'id', 'capital_loss',"
-            " ARRAY['age'], 5, 20, 'auto', NULL)",
+            " ARRAY['age'], 5, 20, 'auto', NULL, NULL)",
             "SELECT sqlanon.load_hierarchies('adult', '/etc')",
         ]
         for query in refused:

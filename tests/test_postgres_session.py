@@ -89,7 +89,7 @@ def test_catalog_columns_follow_the_architecture(installed: PostgresInstall, pg_
     assert [c for c, _ in columns["releases"]] == [
         "family", "version", "table_name", "model", "source", "parameters", "created_at",
         "rows_published", "held_back", "suppressed", "groups", "sum_of_errors",
-        "source_rows", "metrics",
+        "source_rows", "metrics", "domain", "seq",
     ]  # fmt: skip
     assert dict(columns["releases"])["parameters"] == "jsonb"
     assert dict(columns["releases"])["sum_of_errors"] == "double precision"
@@ -101,7 +101,11 @@ def test_catalog_columns_follow_the_architecture(installed: PostgresInstall, pg_
         ("cell_id", "bigint"),
         ("status", "text"),
         ("row_hash", "bigint"),
+        ("value_hash", "bigint"),
     ]
+    assert [c for c, _ in columns["cells"]] == [
+        "family", "version", "cell_id", "attribute", "min_distinct", "min_spread",
+    ]  # fmt: skip
 
 
 def test_upgrade_moves_functions_and_running_sessions_to_the_new_directory(

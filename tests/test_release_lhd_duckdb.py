@@ -184,10 +184,13 @@ def test_john_is_safe_with_sqlanon(emp: duckdb.DuckDBPyConnection) -> None:
 def test_john_is_exposed_by_independent_releases(
     emp: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    make_employees(emp, tmp_path / "hier2", table="emp_copy")  # another source: no constraint
+    make_employees(emp, tmp_path / "hier2", table="emp_copy")
     common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.0, "seed": 1}
     sqlanon.release_lhd(emp, "emp", "emp_pg", quasi=["position", "gender"], **common)
-    sqlanon.release_lhd(emp, "emp_copy", "copy_gz", quasi=["gender", "zip"], **common)
+    # Declared other people (domain := 'copy'): no constraint between the two releases.
+    sqlanon.release_lhd(
+        emp, "emp_copy", "copy_gz", quasi=["gender", "zip"], domain="copy", **common
+    )
     assert sqlanon.audit(emp, "copy_gz")[0]["exposed"] == 0  # alone, it looks safe
     session = DuckDBSession(emp)
     try:
@@ -198,6 +201,26 @@ def test_john_is_exposed_by_independent_releases(
     keys = [str(r[0]) for r in EMPLOYEES]
     attack = comparison_attack(history(emp, [("emp_pg", 1), ("copy_gz", 1)], keys), 2)
     assert attack.candidates(0, "salary") == frozenset({10000})
+
+
+def test_a_copy_of_the_source_joins_its_domain(
+    emp: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """Releasing a copy (same keys, same sensitive column) does not dodge the rule: it
+    inherits the domain of the table it copies, and the two releases compose."""
+    make_employees(emp, tmp_path / "hier2", table="emp_copy")
+    common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.5, "seed": 1}
+    sqlanon.release_lhd(emp, "emp", "emp_pg", quasi=["position", "gender"], **common)
+    sqlanon.release_lhd(emp, "emp_copy", "copy_gz", quasi=["gender", "zip"], **common)
+    domains = emp.execute(
+        "SELECT family, domain, seq FROM sqlanon.releases ORDER BY seq"
+    ).fetchall()
+    assert domains == [("emp_pg", "main.emp", 1), ("copy_gz", "main.emp", 2)]
+    keys = [str(r[0]) for r in EMPLOYEES]
+    attack = comparison_attack(history(emp, [("emp_pg", 1), ("copy_gz", 1)], keys), 2)
+    assert attack.exposed_records.size == 0
+    with pytest.raises(ConfigError, match="a source belongs to one domain"):
+        sqlanon.release_lhd(emp, "emp", "other", quasi=["zip"], domain="elsewhere", **common)
 
 
 def test_appends_make_version_2_under_the_constraint(emp: duckdb.DuckDBPyConnection) -> None:

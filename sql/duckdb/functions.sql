@@ -1,11 +1,13 @@
 -- The SQL face of sqlanon on DuckDB: macros give the `name := value` call style over
 -- the positional Python UDFs registered by sqlanon.backends.duckdb.register().
 CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sensitive := NULL,
-        quasi := [], k := 5, e := 0, policy := 'auto', seed := NULL) AS
-    _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, seed);
+        quasi := [], k := 5, e := 0, policy := 'auto', seed := NULL, domain := NULL) AS
+    _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, seed, domain);
 CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, quasi := [],
-        sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05, seed := NULL) AS
-    _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed);
+        sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05, seed := NULL,
+        domain := NULL) AS
+    _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression,
+                         seed, domain);
 CREATE OR REPLACE TEMP MACRO sqlanon_load_hierarchies(dataset, folder) AS
     _sqlanon_load_hierarchies(dataset, folder);
 CREATE OR REPLACE TEMP MACRO sqlanon_hierarchy_widths(dataset, attribute, widths) AS

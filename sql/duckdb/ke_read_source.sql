@@ -1,15 +1,22 @@
--- Every source row with its state in the last version (-1 / false when never published),
--- its key as text and as it is (`record_value`: release.py reads integer keys so),
--- `row_hash`, the fingerprint of its published columns that sql/duckdb/write_members.sql
--- stores, and `changed`: a published record whose fingerprint differs from the stored one.
+-- Every source row with its key as text and as it is (`record_value`: release.py reads
+-- integer keys so), its state in the family's last version (m: $1, $2; -1 / false when
+-- never published) and in the domain's latest release (d: $3, $4): its cell, -1 when no
+-- release of the domain published it. `row_hash` fingerprints its published columns,
+-- `value_hash` the attributes the domain's cells constrain after this release (both
+-- stored by sql/common/write_members.sql); `changed` / `value_changed`: the stored
+-- fingerprint differs (`{old_hashed}`: over the attributes constrained before).
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        src.{key} AS record_value,
        CAST(src.{sensitive} AS DOUBLE) AS s,
        coalesce(m.group_id, -1) AS prev_group,
-       coalesce(m.cell_id, -1) AS prev_cell,
        coalesce(m.status = 'published', false) AS published_before,
        hash({hashed}) AS row_hash,
-       coalesce(m.row_hash <> hash({hashed}), false) AS changed
+       coalesce(m.row_hash <> hash({hashed}), false) AS changed,
+       coalesce(d.cell_id, -1) AS domain_cell,
+       hash({value_hashed}) AS value_hash,
+       coalesce(d.cell_id IS NOT NULL AND d.value_hash <> hash({old_hashed}), false) AS value_changed
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
   ON m.family = $1 AND m.version = $2 AND m.record_key = CAST(src.{key} AS VARCHAR)
+LEFT JOIN sqlanon.members AS d
+  ON d.family = $3 AND d.version = $4 AND d.record_key = CAST(src.{key} AS VARCHAR)

@@ -1,12 +1,17 @@
--- Every source row's key and state in the family's last version, its fingerprint
--- `row_hash` and `changed` (both as in sql/duckdb/ke_read_source.sql), then the columns
--- the lHD release publishes (raw values; the model generalizes them).
+-- Every source row's key, its state in the family's last version and in the domain's
+-- latest release, its fingerprints (all as in sql/duckdb/ke_read_source.sql), then the
+-- columns the lHD release publishes (raw values; the model generalizes them) and those
+-- the domain's cells constrain.
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
-       coalesce(m.cell_id, -1) AS prev_cell,
        coalesce(m.status = 'published', false) AS published_before,
        hash({hashed}) AS row_hash,
        coalesce(m.row_hash <> hash({hashed}), false) AS changed,
+       coalesce(d.cell_id, -1) AS domain_cell,
+       hash({value_hashed}) AS value_hash,
+       coalesce(d.cell_id IS NOT NULL AND d.value_hash <> hash({old_hashed}), false) AS value_changed,
        {columns}
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
   ON m.family = $1 AND m.version = $2 AND m.record_key = CAST(src.{key} AS VARCHAR)
+LEFT JOIN sqlanon.members AS d
+  ON d.family = $3 AND d.version = $4 AND d.record_key = CAST(src.{key} AS VARCHAR)

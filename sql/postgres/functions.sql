@@ -27,39 +27,51 @@ $py$;
 
 -- Releases ---------------------------------------------------------------------------
 
+-- Before domains (sqlanon 0.x) the release functions had no `domain` argument: drop
+-- those signatures, which CREATE OR REPLACE would keep as overloads.
+DROP FUNCTION IF EXISTS sqlanon.release_ke(text, text, text, text, text[], bigint,
+    double precision, text, bigint);
+DROP FUNCTION IF EXISTS sqlanon._release_ke(text, text, text, text, text, text[], bigint,
+    double precision, text, bigint);
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, bigint);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, bigint);
+
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
-        seed bigint) RETURNS jsonb
+        seed bigint, domain text) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
-return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, seed)
+return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, seed, domain)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
         key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
         k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
-        seed bigint DEFAULT NULL) RETURNS jsonb
+        seed bigint DEFAULT NULL, domain text DEFAULT NULL) RETURNS jsonb
 LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive, quasi, k, e, policy, seed)
+SELECT sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive, quasi, k, e, policy, seed, domain)
 $sql$;
 
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
-        max_suppression double precision, seed bigint) RETURNS jsonb
+        max_suppression double precision, seed bigint, domain text) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
-return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed)
+return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed, domain)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
         l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
-        max_suppression double precision DEFAULT 0.05, seed bigint DEFAULT NULL)
+        max_suppression double precision DEFAULT 0.05, seed bigint DEFAULT NULL,
+        domain text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed)
+SELECT sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed, domain)
 $sql$;
 
 -- Hierarchies (lHD). `folder` is a directory on the SERVER's file system, read by the

@@ -37,13 +37,14 @@ GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    sqlanon.release_ke(text, text, text, text, text[], bigint, double precision, text, bigint),
+    sqlanon.release_ke(text, text, text, text, text[], bigint, double precision, text, bigint,
+                       text),
     sqlanon._release_ke(text, text, text, text, text, text[], bigint, double precision, text,
-                        bigint),
+                        bigint, text),
     sqlanon.release_lhd(text, text, text, text[], text[], bigint, text, double precision,
-                        bigint),
+                        bigint, text),
     sqlanon._release_lhd(text, text, text, text, text[], text[], bigint, text,
-                         double precision, bigint),
+                         double precision, bigint, text),
     sqlanon.load_hierarchies(text, text),
     sqlanon.hierarchy_widths(text, text, double precision[]),
     sqlanon.audit(text),

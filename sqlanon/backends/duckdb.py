@@ -149,7 +149,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
 
     number = next(_registrations)
 
-    def release_ke(source, family, key, sensitive, quasi, k, e, policy, seed):  # noqa: ANN001
+    def release_ke(source, family, key, sensitive, quasi, k, e, policy, seed, domain):  # noqa: ANN001
         return api.release_ke(
             con,
             source,
@@ -161,9 +161,10 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             e=e,
             policy=policy,
             seed=seed,
+            domain=domain,
         )
 
-    def release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed):  # noqa: ANN001, E741
+    def release_lhd(source, family, key, quasi, sensitive, l, algorithm, ms, seed, domain):  # noqa: ANN001, E741
         return api.release_lhd(
             con,
             source,
@@ -173,8 +174,9 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             sensitive=sensitive,
             l=l,
             algorithm=algorithm,
-            max_suppression=max_suppression,
+            max_suppression=ms,
             seed=seed,
+            domain=domain,
         )
 
     def load_hierarchies(dataset, folder):  # noqa: ANN001
@@ -206,6 +208,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
                 DOUBLE,
                 VARCHAR,
                 BIGINT,
+                VARCHAR,
             ],
             VARCHAR,
         ),
@@ -222,6 +225,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
                 VARCHAR,
                 DOUBLE,
                 BIGINT,
+                VARCHAR,
             ],
             VARCHAR,
         ),

@@ -393,6 +393,7 @@ def server_release_ke(
     e: float,
     policy: str,
     seed: int | None,
+    domain: str | None = None,
 ) -> str:
     """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
     from sqlanon import release
@@ -410,6 +411,7 @@ def server_release_ke(
             e=e,
             policy=policy,
             seed=seed,
+            domain_name=domain,
         )
     return _json(summary)
 
@@ -426,6 +428,7 @@ def server_release_lhd(
     algorithm: str,
     max_suppression: float,
     seed: int | None,
+    domain: str | None = None,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
     from sqlanon.release_lhd import release_lhd
@@ -443,6 +446,7 @@ def server_release_lhd(
             algorithm=algorithm,
             max_suppression=max_suppression,
             seed=seed,
+            domain_name=domain,
         )
     return _json(summary)
 

@@ -1,60 +1,54 @@
 """lHD-diversity with local recoding over generalization hierarchies (seed 002, MODELS.md).
 
 Input of one release: the raw QI columns (Gamma) with their hierarchies, the sensitive
-columns (Delta), ``l``, and the earlier releases of the same source. Output
-(:class:`LhdPlan`): the class of every record (-1 = suppressed) and, per class, the level
+columns (Delta), ``l``, and the cells the earlier releases of the domain left the records
+in (:class:`sqlanon.models.cells.Cells`: every family, both models). Output
+(:class:`LhdPlan`): the class of every record (-1 = absent) and, per class, the level
 each QI is published at (the lowest level at which all members share one ancestor).
 
-Guarantees of every plan, whatever the algorithm:
-
-- every class has at least ``l`` distinct values of every published sensitive attribute;
-- **cell rule** (implies the pairwise comparison constraint of MODELS.md): for every
-  sensitive attribute s published now and every record r of a class c,
-  ``|distinct_s(c) ∩ P_s(r)| >= l`` where ``P_s(r)`` is the intersection, over the earlier
-  releases that published s and r, of the values r's class published there. With one
-  earlier release this *is* the pairwise rule ``|distinct(c) ∩ distinct(o)| >= l`` for
-  every new class c and old class o sharing a record; with more it also covers an
-  attacker who intersects three or more releases (which :func:`comparison_attack` does).
+Guarantee of every plan, whatever the algorithm (MODELS.md, the lHD cell rule): a class
+is a union of **pieces**, its records of one old cell or its records no release has
+published yet; every piece has at least ``l`` distinct values of every sensitive
+attribute published now and meets its old cell's own requirement (other attributes,
+(k,e) spreads) on the multiset of its values. A piece becomes a cell, so after the
+release every cell meets the requirement of every release in its history. Records of an
+old cell left out (absence is visible) form a piece too, which must still meet the old
+cell's requirement. This implies the seed's comparison constraint and covers the
+multiset attacker the seed's set-based constraint misses (appended records in an old
+class must be l-diverse among themselves). An old cell that cannot meet this release's
+``l`` as a whole (e.g. a sensitive attribute it never published) is left out whole.
 
 Algorithms:
 
 - ``greedy``: seed 002's Algorithm 1. Seed a class with the first unassigned record, add
-  the record that raises the class's precision loss least until the class is l-diverse
-  and meets the comparison constraint; when no class can be completed, the leftovers are
-  merged into the nearest class that stays valid, else suppressed. Ties in precision loss
-  go to a record that brings a value the class still lacks (the paper leaves ties open).
-  O(n^2); for small tables.
+  the record that raises the class's precision loss least until the class is valid
+  (while a piece is not, only records of that piece's cell can mend it); classes that
+  cannot be completed leave their records to be merged into the nearest class holding a
+  valid piece of their cell, else left out. Ties in precision loss go to a record that
+  brings a value its piece still lacks (the paper leaves ties open). With no earlier
+  release this is the paper's greedy. O(n^2); for small tables.
 - ``scalable``: top-down specialization with local recoding. A partition at common
   levels ``lv`` is split, on the QI that specializes the most records (weighted by
-  1/height), into the hierarchy children one level below ``lv``. Records of one class of
-  the newest earlier release move together when a split would cut them, and children
-  that are not valid shed the records that break them; shed records form a pool that is
-  a part of its own or joins the smallest child it keeps valid. A partition stops when
-  no QI gives two valid parts; final partitions of up to 400 records are then re-cut by
-  the greedy when that places all of them at a lower precision loss. About
-  O(n * total hierarchy height * |Gamma|) plus the small greedy runs.
-- ``refine`` (needs an earlier release sharing a sensitive attribute, else it plans all
-  records together as below): each class o of the newest such release, restricted to the
-  current records, is planned on its own with every earlier release still checked
-  (greedy alone up to 12 records, greedy and scalable up to 2,000, the lower precision
-  loss kept; scalable above); the records that release did not publish (new ones) are
-  planned together the same way. An l-diverse piece c of o has
-  ``distinct(c) ⊆ distinct(o)`` when the values are unchanged, so it meets the rule
-  against o by construction, where planning all records at once has to mix o with other
-  classes to keep l common values. Records no piece can hold (a shrunken class, a clash
-  with an older release) join the valid class whose precision loss grows least, else are
-  suppressed. Records are grouped by class with one sort; the greedy's O(m^2) only runs
-  on classes of m <= 2,000 records, so the total is at most O(2,000 * n) plus scalable's
-  near-linear cost on the larger classes.
-- ``auto``: up to 2,000 records greedy and scalable, above that scalable; with an earlier
-  release sharing a sensitive attribute, refine too. Keeps the lowest precision loss among
-  the plans within ``max_suppression``, the lower DM on a tie (the faithful greedy
-  degrades when earlier releases or several sensitive attributes constrain it).
+  1/height), into the hierarchy children one level below ``lv``. Records of one old cell
+  move together when a split would cut them, and children that are not valid shed the
+  pieces that break them; shed records form a pool that is a part of its own or joins
+  the smallest child it keeps valid. A partition stops when no QI gives two valid
+  parts; final partitions of up to 400 records are then re-cut by the greedy when that
+  places all of them at a lower precision loss. About O(n * total hierarchy height *
+  |Gamma|) plus the small greedy runs.
+- ``refine`` (needs old cells, else it plans all records together as below): each old
+  cell is planned on its own (greedy alone up to 12 records, greedy and scalable up to
+  2,000, the lower precision loss kept; scalable above) into l-diverse pieces, which are
+  then valid by construction; the new records are planned together the same way.
+  Records no piece can hold join the valid class holding a piece of their cell whose
+  precision loss grows least, else are left out.
+- ``auto``: up to 2,000 records greedy and scalable, above that scalable; with old cells,
+  refine too. Keeps the lowest precision loss among the plans within
+  ``max_suppression``, the lower DM on a tie.
 
-Records are suppressed only when they cannot be placed: the earlier releases already
-narrow one of their sensitive values to fewer than ``l`` candidates present in the data,
-or (greedy) no class can take them. More than ``max_suppression`` of the records
-suppressed raises :class:`InfeasibleError`.
+Records left out are **held back** when no release has published them yet (offered
+again next time) and **suppressed** when one has. More than ``max_suppression`` of the
+records left out raises :class:`InfeasibleError`.
 
 The parameter is called ``l`` as in the paper (hence the ``noqa: E741`` markers).
 """
@@ -70,6 +64,7 @@ import numpy as np
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.metrics import discernibility, precision_loss
+from sqlanon.models.cells import Cells, encode_values, piece_meets
 
 GREEDY_MAX_ROWS = 2000
 REFINE_MAX_ROWS = 400
@@ -127,9 +122,15 @@ class LhdPlan:
     class_labels: tuple[tuple[str, ...], ...]
     class_values: Mapping[str, tuple[frozenset[Any], ...]]
     heights: tuple[int, ...]
-    suppressed: int
+    suppressed: int  # absent now, published by an earlier release of the domain
     precision_loss: float
     dm: int
+    held_back: int = 0  # absent now, never published yet: offered again next time
+
+    @property
+    def absent(self) -> int:
+        """Records not in this release (suppressed or held back)."""
+        return self.suppressed + self.held_back
 
     @property
     def n_classes(self) -> int:
@@ -206,20 +207,24 @@ def plan_lhd(
     sensitive: Mapping[str, Sequence[Any] | np.ndarray],
     hierarchies: Mapping[str, Hierarchy],
     l: int,  # noqa: E741
-    earlier: Sequence[EarlierRelease] = (),
+    prior: Cells | None = None,
     algorithm: str = "auto",
     max_suppression: float = 0.05,
+    checked: Mapping[str, Sequence[Any] | np.ndarray] | None = None,
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
     ``quasi``/``sensitive`` map column names to equal-length value arrays (records in
-    the same order); ``hierarchies`` must cover every QI column.
+    the same order); ``hierarchies`` must cover every QI column. ``prior``: the cells
+    the earlier releases of the domain left these records in (None: a first release);
+    ``checked`` the values of the attributes those cells constrain that this release
+    does not publish (every piece of an old cell must keep them).
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if not 0.0 <= max_suppression <= 1.0:
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
-    problem = _Problem.build(quasi, sensitive, hierarchies, l, earlier)
+    problem = _Problem.build(quasi, sensitive, hierarchies, l, prior, checked or {})
     active = np.flatnonzero(problem.placeable())
     if algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
@@ -228,19 +233,24 @@ def plan_lhd(
     else:
         names = [algorithm]
     plans = [
-        _finish(problem, _checked(problem, _ALGORITHM[name](problem, active)), name)
+        _finish(
+            problem,
+            _checked(problem, _keep_absent_valid(problem, _ALGORITHM[name](problem, active))),
+            name,
+        )
         for name in names
     ]
-    allowed = [p for p in plans if p.suppressed <= max_suppression * problem.n]
+    allowed = [p for p in plans if p.absent <= max_suppression * problem.n]
     if allowed:
         # equal precision loss (to rounding): the finer partition (lower DM)
         plan = min(allowed, key=lambda p: (round(p.precision_loss, 12), p.dm))
     else:
-        plan = min(plans, key=lambda p: p.suppressed)
+        plan = min(plans, key=lambda p: p.absent)
         raise InfeasibleError(
-            f"{plan.algorithm} would suppress {plan.suppressed} of {problem.n} records "
-            f"({plan.suppressed / problem.n:.1%}) > max_suppression={max_suppression}; "
-            "lower l, publish fewer sensitive attributes, or raise max_suppression"
+            f"{plan.algorithm} would leave out {plan.absent} of {problem.n} records "
+            f"({plan.absent / problem.n:.1%}: {plan.suppressed} published before, "
+            f"{plan.held_back} new) > max_suppression={max_suppression}; lower l, publish "
+            "fewer sensitive attributes, or raise max_suppression"
         )
     return plan
 
@@ -303,8 +313,9 @@ def comparison_violations(
 
 @dataclass
 class _Problem:
-    """The release encoded as integers: QI codes per level, SA value codes, and per SA the
-    earlier releases' candidate sets (``prior``) grouped by signature."""
+    """The release encoded as integers: QI codes per level, SA value codes, and the cell
+    rule as pieces: every record's old cell (``piece_cell``; the records no release has
+    published share one more id, ``new_cell``) and what a piece of each must keep."""
 
     n: int
     l: int  # noqa: E741
@@ -318,12 +329,21 @@ class _Problem:
     heights: np.ndarray  # float, per QI
     sa_codes: list[np.ndarray]  # per SA: (n,)
     sa_values: list[list[Any]]  # per SA: code -> value
-    prior: list[_Prior | None] = field(default_factory=list)
-    # Scalable algorithm only: records of one class of the newest earlier release that
-    # shares a sensitive attribute (a class already valid against all older releases)
-    # move together when a split would cut them; None without earlier releases.
+    piece_cell: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    new_cell: int = 0
+    # Per checked attribute (the published SA and the attributes old cells constrain):
+    # value codes, and float values where some cell needs a spread (else None).
+    check_codes: list[np.ndarray] = field(default_factory=list)
+    check_numbers: list[np.ndarray | None] = field(default_factory=list)
+    # Per cell id (0..new_cell) and checked attribute: what a piece published now must
+    # hold (the old requirement and this release's l), and what a piece left out keeps.
+    need_distinct: np.ndarray = field(default_factory=lambda: np.zeros((1, 0), np.int64))
+    need_spread: np.ndarray = field(default_factory=lambda: np.zeros((1, 0)))
+    keep_distinct: np.ndarray = field(default_factory=lambda: np.zeros((1, 0), np.int64))
+    keep_spread: np.ndarray = field(default_factory=lambda: np.zeros((1, 0)))
+    # Scalable algorithm: the records of one old cell move together when a split would
+    # cut them (None without old cells). Refine: old cell per record, -1 = new.
     atom: np.ndarray | None = None
-    # Refine algorithm: class ids (-1 = not published) in that same release.
     newest: np.ndarray | None = None
 
     @classmethod
@@ -333,7 +353,8 @@ class _Problem:
         sensitive: Mapping[str, Sequence[Any] | np.ndarray],
         hierarchies: Mapping[str, Hierarchy],
         l: int,  # noqa: E741
-        earlier: Sequence[EarlierRelease],
+        prior: Cells | None,
+        checked: Mapping[str, Sequence[Any] | np.ndarray],
     ) -> _Problem:
         if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 2:
             raise ConfigError(f"l must be an integer >= 2, got {l!r}")
@@ -369,12 +390,6 @@ class _Problem:
                 )
             sa_codes.append(coded)
             sa_values.append(list(index))
-        for r in earlier:
-            if r.class_of_record.size != n:
-                raise ConfigError(
-                    f"an earlier release's class_of_record has {r.class_of_record.size} "
-                    f"entries; give one per current record ({n})"
-                )
         problem = cls(
             n=n,
             l=int(l),
@@ -389,35 +404,83 @@ class _Problem:
             sa_codes=sa_codes,
             sa_values=sa_values,
         )
-        problem.prior = [
-            _Prior.build(s, sa_values[i], earlier, n) for i, s in enumerate(problem.sensitive)
-        ]
-        sharing = [r for r in earlier if set(r.class_values) & set(problem.sensitive)]
-        if sharing:
-            ids = sharing[-1].class_of_record
-            problem.newest = ids
-            problem.atom = np.where(ids >= 0, ids, ids.max(initial=0) + 1 + np.arange(n))
+        problem._set_cells(prior if prior is not None else Cells.empty(n), sensitive, checked)
         return problem
 
-    def placeable(self) -> np.ndarray:
-        """Records that can be in some valid class: iteratively drop records whose prior
-        candidates meet the values still present in fewer than l values."""
-        active = np.ones(self.n, dtype=bool)
-        while True:
-            drop = np.zeros(self.n, dtype=bool)
-            for s, prior in enumerate(self.prior):
-                if prior is None:
-                    continue
-                present = np.zeros(len(self.sa_values[s]), dtype=bool)
-                present[self.sa_codes[s][active]] = True
-                hits = np.array(
-                    [int(present[list(c)].sum()) for c in prior.candidates], dtype=np.int64
+    def _set_cells(
+        self,
+        prior: Cells,
+        sensitive: Mapping[str, Sequence[Any] | np.ndarray],
+        checked: Mapping[str, Sequence[Any] | np.ndarray],
+    ) -> None:
+        if prior.cell.size != self.n:
+            raise ConfigError(
+                f"prior has {prior.cell.size} records; give one per record ({self.n})"
+            )
+        old = prior.cell >= 0
+        ids, dense = np.unique(prior.cell[old], return_inverse=True)
+        self.new_cell = int(ids.size)
+        self.piece_cell = np.full(self.n, self.new_cell, dtype=np.int64)
+        self.piece_cell[old] = dense.reshape(-1)
+        names, distinct, spread = prior.widened(self.sensitive)
+        keep_d = np.vstack([distinct[ids], np.zeros((1, len(names)), np.int64)])
+        keep_s = np.vstack([spread[ids], np.zeros((1, len(names)))])
+        need_d = keep_d.copy()
+        for s in self.sensitive:
+            need_d[:, names.index(s)] = np.maximum(need_d[:, names.index(s)], self.l)
+        self.need_distinct, self.need_spread = need_d, keep_s.copy()
+        self.keep_distinct, self.keep_spread = keep_d, keep_s
+        self.check_codes, self.check_numbers = [], []
+        for j, a in enumerate(names):
+            if a in self.sensitive:
+                column: Sequence[Any] | np.ndarray = sensitive[a]
+                codes = self.sa_codes[self.sensitive.index(a)]
+            elif a in checked:
+                column = checked[a]
+                if len(column) != self.n:
+                    raise ConfigError(f"checked values of {a!r} must have one entry per record")
+                codes = encode_values(column)
+            elif not (keep_d[:, j] > 0).any() and not (keep_s[:, j] > 0).any():
+                column, codes = [], np.zeros(self.n, dtype=np.int64)
+            else:
+                raise ConfigError(
+                    f"earlier releases constrain {a!r}; give its values (checked) to plan"
                 )
-                sig = prior.signature
-                drop |= active & (sig >= 0) & (hits[np.maximum(sig, 0)] < self.l)
-            if not drop.any():
-                break
-            active &= ~drop
+            self.check_codes.append(codes)
+            wants_spread = bool((keep_s[:, j] > 0).any())
+            self.check_numbers.append(
+                np.asarray(column, dtype=np.float64) if wants_spread else None
+            )
+        if self.new_cell:
+            self.newest = np.where(old, self.piece_cell, -1)
+            self.atom = np.where(old, self.piece_cell, self.new_cell + np.arange(self.n))
+
+    def piece_ok(
+        self, idx: np.ndarray, group: np.ndarray, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For records ``idx`` in groups ``group`` (0..count-1): whether each (group,
+        old cell) piece meets what it must, as (piece of every record, ok per piece)."""
+        pair = group * (self.new_cell + 1) + self.piece_cell[idx]
+        keys, piece = np.unique(pair, return_inverse=True)
+        piece = piece.reshape(-1)
+        cell = keys % (self.new_cell + 1)
+        ok = piece_meets(
+            piece,
+            keys.size,
+            self.need_distinct[cell],
+            self.need_spread[cell],
+            [c[idx] for c in self.check_codes],
+            [None if x is None else x[idx] for x in self.check_numbers],
+        )
+        return piece, ok
+
+    def placeable(self) -> np.ndarray:
+        """Records that can be in some valid class: those of an old cell that meets, as a
+        whole, its requirement and this release's l (a cell never grows), and the new."""
+        whole = self.piece_ok(np.arange(self.n), np.zeros(self.n, dtype=np.int64), 1)
+        piece, ok = whole
+        new = self.piece_cell == self.new_cell
+        active = ok[piece] | new
         for s, name in enumerate(self.sensitive):
             distinct = np.unique(self.sa_codes[s][active]).size
             if distinct < self.l:
@@ -426,45 +489,6 @@ class _Problem:
                     f"earlier releases leave placeable; there are {distinct}"
                 )
         return active
-
-
-@dataclass
-class _Prior:
-    """Per record, the signature (tuple of its classes in the earlier releases that
-    published this SA) and per signature the candidate value codes left by them."""
-
-    signature: np.ndarray  # (n,), -1 = no earlier release published it
-    candidates: list[frozenset[int]]
-    ptr: np.ndarray  # CSR over signatures
-    flat: np.ndarray
-
-    @classmethod
-    def build(
-        cls, sa: str, values: list[Any], earlier: Sequence[EarlierRelease], n: int
-    ) -> _Prior | None:
-        relevant = [r for r in earlier if sa in r.class_values]
-        if not relevant:
-            return None
-        code_of = {v: i for i, v in enumerate(values)}
-        per_release = [
-            [frozenset(code_of[v] for v in vals if v in code_of) for vals in r.class_values[sa]]
-            for r in relevant
-        ]
-        ids = np.stack([r.class_of_record for r in relevant], axis=1)
-        seen = (ids >= 0).any(axis=1)
-        if not seen.any():
-            return None  # none of the current records was published with this SA
-        rows, inverse = np.unique(ids[seen], axis=0, return_inverse=True)
-        signature = np.full(n, -1, dtype=np.int64)
-        signature[seen] = inverse.reshape(-1)
-        candidates: list[frozenset[int]] = []
-        for row in rows.tolist():
-            sets = [per_release[j][cid] for j, cid in enumerate(row) if cid >= 0]
-            candidates.append(frozenset.intersection(*sets))
-        lengths = np.array([len(c) for c in candidates], dtype=np.int64)
-        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        flat = np.array([v for c in candidates for v in sorted(c)], dtype=np.int64)
-        return cls(signature, candidates, ptr, flat)
 
 
 def _lca_levels(problem: _Problem, block: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -485,72 +509,46 @@ def _common_levels(problem: _Problem, idx: np.ndarray) -> np.ndarray:
 
 
 class _GreedyClass:
-    """A class under construction: its distinct SA values and pending prior signatures."""
+    """A class under construction: its members and the level of each QI."""
 
     def __init__(self, problem: _Problem, seed: int) -> None:
         self.problem = problem
         self.members = [seed]
-        self.present = [np.zeros(len(v), dtype=bool) for v in problem.sa_values]
-        self.distinct = [0] * len(problem.sa_values)
-        self.values: list[set[int]] = [set() for _ in problem.sa_values]
-        self.pending: list[set[int]] = [set() for _ in problem.sa_values]
-        self.signatures: list[set[int]] = [set() for _ in problem.sa_values]
         self.levels = np.zeros(len(problem.codes), dtype=np.int64)
-        self._absorb(seed)
-
-    def _absorb(self, r: int) -> None:
-        for s, codes in enumerate(self.problem.sa_codes):
-            v = int(codes[r])
-            if not self.present[s][v]:
-                self.present[s][v] = True
-                self.distinct[s] += 1
-                self.values[s].add(v)
-            prior = self.problem.prior[s]
-            if prior is not None and prior.signature[r] >= 0:
-                sig = int(prior.signature[r])
-                if sig not in self.signatures[s]:
-                    self.signatures[s].add(sig)
-                    self.pending[s].add(sig)
 
     def add(self, r: int, levels: np.ndarray) -> None:
         self.members.append(r)
         self.levels = levels
-        self._absorb(r)
 
-    def failing(self) -> list[int]:
-        """Sensitive attributes on which the class is not yet valid."""
-        out = []
-        for s in range(len(self.values)):
-            if self.distinct[s] < self.problem.l:
-                out.append(s)
-                continue
-            prior = self.problem.prior[s]
-            if prior is not None and self.pending[s]:
-                # values only grow, so a signature that passed once passes for good
-                self.pending[s] = {
-                    g
-                    for g in self.pending[s]
-                    if len(prior.candidates[g] & self.values[s]) < self.problem.l
-                }
-                if self.pending[s]:
-                    out.append(s)
-        return out
+    def failing(self) -> np.ndarray:
+        """Old-cell ids (``piece_cell``) whose piece in this class is not yet valid."""
+        members = np.asarray(self.members, dtype=np.int64)
+        piece, ok = self.problem.piece_ok(members, np.zeros(members.size, dtype=np.int64), 1)
+        return np.unique(self.problem.piece_cell[members[~ok[piece]]])
+
+    def lacks(self, r: int) -> bool:
+        """Whether record r brings a sensitive value its piece lacks."""
+        cells = self.problem.piece_cell
+        same = [m for m in self.members if cells[m] == cells[r]]
+        return any(
+            int(codes[r]) not in set(codes[same].tolist()) for codes in self.problem.sa_codes
+        )
 
     def accepts(self, r: int) -> bool:
-        """Whether adding record r keeps this (valid) class valid."""
-        for s, codes in enumerate(self.problem.sa_codes):
-            prior = self.problem.prior[s]
-            if prior is None or prior.signature[r] < 0:
-                continue
-            values = self.values[s] | {int(codes[r])}
-            if len(prior.candidates[int(prior.signature[r])] & values) < self.problem.l:
-                return False
-        return True
+        """Whether adding record r keeps this (valid) class valid: r joins a valid piece
+        of its own cell (values only add), never starts one of a single record."""
+        cells = self.problem.piece_cell
+        return bool((cells[np.asarray(self.members)] == cells[r]).any())
 
 
 def _greedy(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
     """Seed 002's greedy over the records ``idx``; returns the classes (global record
-    indices). Records in no class are suppressed."""
+    indices). Records in no class are left out (suppressed or held back).
+
+    Under the cell rule a class is valid when each of its pieces (its records of one old
+    cell, or its new records) is; while a piece is not, the next record is the cheapest
+    of those that can mend it (of that piece's cell). With no earlier release every
+    record is new and this is the paper's greedy."""
     heights = problem.heights[:, None]
     block = problem.flat_codes[idx]
     remaining = np.ones(idx.size, dtype=bool)
@@ -559,6 +557,7 @@ def _greedy(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
         for c, v in zip(problem.sa_codes, problem.sa_values, strict=True)
     ]
     distinct_left = [int((c > 0).sum()) for c in counts]
+    cell_of = problem.piece_cell[idx]
 
     def take(i: int) -> None:
         remaining[i] = False
@@ -582,16 +581,15 @@ def _greedy(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
         cost = (lca / heights).sum(axis=0)
         cost[~remaining] = np.inf
         failing = current.failing()
-        while failing:
-            best = cost.min()
+        while failing.size:
+            usable = np.where(np.isin(cell_of, failing), cost, np.inf)
+            best = usable.min()
             if best == np.inf:
                 break
-            ties = np.flatnonzero(cost == best)
+            ties = np.flatnonzero(usable == best)
             if ties.size > 1:
-                helpful = np.zeros(ties.size, dtype=bool)
-                for s in failing:
-                    helpful |= ~current.present[s][problem.sa_codes[s][idx[ties]]]
-                i = int(ties[np.argmax(helpful)])
+                helpful = [current.lacks(int(idx[t])) for t in ties[:64].tolist()]
+                i = int(ties[int(np.argmax(helpful))])
             else:
                 i = int(ties[0])
             take(i)
@@ -603,9 +601,9 @@ def _greedy(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
                 cost[i] = np.inf
             current.add(int(idx[i]), levels)
             failing = current.failing()
-        if failing:
+        if failing.size:
             leftovers.extend(current.members)
-            break
+            continue
         done.append(current)
     _merge_leftovers(problem, done, leftovers)
     return [np.array(sorted(c.members), dtype=np.int64) for c in done]
@@ -613,7 +611,7 @@ def _greedy(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
 
 def _merge_leftovers(problem: _Problem, done: list[_GreedyClass], leftovers: list[int]) -> None:
     """Put each leftover record into the class whose precision loss grows least among
-    those that stay valid with it; records no class accepts stay out (suppressed)."""
+    those that stay valid with it; records no class accepts stay out."""
     if not done:
         return
     seeds = np.array([c.members[0] for c in done], dtype=np.int64)
@@ -632,53 +630,18 @@ def _merge_leftovers(problem: _Problem, done: list[_GreedyClass], leftovers: lis
 
 def _group_validity(problem: _Problem, idx: np.ndarray, group: np.ndarray, k: int) -> np.ndarray:
     """For records ``idx`` split into groups ``group`` (0..k-1): which groups are valid
-    classes (l-diverse and meeting the cell rule in every SA)."""
-    ok = np.ones(k, dtype=bool)
-    for s, codes in enumerate(problem.sa_codes):
-        nv = len(problem.sa_values[s])
-        keys = np.unique(group * nv + codes[idx])
-        ok &= np.bincount(keys // nv, minlength=k) >= problem.l
-        prior = problem.prior[s]
-        if prior is None:
-            continue
-        sig = prior.signature[idx]
-        has = sig >= 0
-        if not has.any():
-            continue
-        nsig = len(prior.candidates)
-        pairs = np.unique(group[has] * nsig + sig[has])
-        pair_group, pair_sig = pairs // nsig, pairs % nsig
-        start = prior.ptr[pair_sig]
-        length = prior.ptr[pair_sig + 1] - start
-        pair_of = np.repeat(np.arange(pairs.size), length)
-        offset = np.arange(pair_of.size) - np.repeat(np.cumsum(length) - length, length)
-        wanted = pair_group[pair_of] * nv + prior.flat[np.repeat(start, length) + offset]
-        pos = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-        hits = np.bincount(pair_of, weights=keys[pos] == wanted, minlength=pairs.size)
-        ok[pair_group[hits < problem.l]] = False
-    return ok
+    classes (every piece of an old cell, and the piece of new records, meets what it
+    must: l-diverse in every published SA, and the old cell's own requirement)."""
+    piece, ok = problem.piece_ok(idx, group, k)
+    valid = np.ones(k, dtype=bool)
+    valid[group[~ok[piece]]] = False
+    return valid
 
 
 def _failing_records(problem: _Problem, members: np.ndarray) -> np.ndarray:
-    """Which records of one would-be class break it: all of them when it is not
-    l-diverse, else those whose prior candidates meet its values in fewer than l."""
-    failing = np.zeros(members.size, dtype=bool)
-    for s, codes in enumerate(problem.sa_codes):
-        present = np.zeros(len(problem.sa_values[s]), dtype=bool)
-        present[codes[members]] = True
-        if int(present.sum()) < problem.l:
-            return np.ones(members.size, dtype=bool)
-        prior = problem.prior[s]
-        if prior is None:
-            continue
-        sig = prior.signature[members]
-        has = sig >= 0
-        if not has.any():
-            continue
-        sigs, back = np.unique(sig[has], return_inverse=True)
-        covered = np.concatenate([[0], np.cumsum(present[prior.flat])])
-        hits = covered[prior.ptr[sigs + 1]] - covered[prior.ptr[sigs]]
-        failing[np.flatnonzero(has)[hits[back.reshape(-1)] < problem.l]] = True
+    """Which records of one would-be class break it: those of its pieces that fail."""
+    piece, ok = problem.piece_ok(members, np.zeros(members.size, dtype=np.int64), 1)
+    failing: np.ndarray = ~ok[piece]
     return failing
 
 
@@ -743,8 +706,9 @@ def _split(
 def _top_down(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
     """Top-down specialization, then the greedy inside every small final partition
     (kept only when it places every record and lowers the precision loss)."""
+    idx = idx[~_failing_records(problem, idx)] if idx.size else idx
     if idx.size == 0:
-        return []
+        return []  # no valid piece: everything left out (suppressed or held back)
     final: list[np.ndarray] = []
     stack = [idx]
     while stack:
@@ -832,43 +796,58 @@ def _place_leftovers(
     problem: _Problem, classes: list[np.ndarray], leftovers: np.ndarray
 ) -> list[np.ndarray]:
     """Put each leftover record into the valid class whose precision loss grows least
-    among those it keeps valid; the others stay out (suppressed). Adding a record only
-    adds values, so the class stays l-diverse and its other records keep their
-    candidates: only the newcomer's own cell rule needs checking."""
+    among those it keeps valid; the others stay out. A record keeps a class valid when
+    the class holds a piece of the record's own cell: adding a value to a valid piece
+    keeps it valid, and no other piece changes."""
     if not classes or leftovers.size == 0:
         return classes
     classes = list(classes)
     levels = np.stack([_common_levels(problem, c) for c in classes])
     seeds = problem.flat_codes[np.array([c[0] for c in classes], dtype=np.int64)]
     sizes = np.array([c.size for c in classes], dtype=np.float64)
-    values = [
-        [set(codes[c].tolist()) for c in classes] if prior is not None else []
-        for codes, prior in zip(problem.sa_codes, problem.prior, strict=True)
-    ]
-
-    def accepts(k: int, r: int) -> bool:
-        for s, prior in enumerate(problem.prior):
-            if prior is None or prior.signature[r] < 0:
-                continue
-            have = values[s][k] | {int(problem.sa_codes[s][r])}
-            if len(prior.candidates[int(prior.signature[r])] & have) < problem.l:
-                return False
-        return True
-
+    holds = [set(problem.piece_cell[c].tolist()) for c in classes]
     for r in leftovers.tolist():
-        grown = np.maximum(levels, _lca_levels(problem, seeds, problem.flat_codes[r]))
-        growth = (sizes + 1) * (grown / problem.heights).sum(axis=1) - sizes * (
-            levels / problem.heights
+        cell = int(problem.piece_cell[r])
+        options = [k for k, h in enumerate(holds) if cell in h]
+        if not options:
+            continue
+        grown = np.maximum(
+            levels[options], _lca_levels(problem, seeds[options], problem.flat_codes[r])
+        )
+        growth = (sizes[options] + 1) * (grown / problem.heights).sum(axis=1) - sizes[options] * (
+            levels[options] / problem.heights
         ).sum(axis=1)
-        for k in np.argsort(growth, kind="stable").tolist():
-            if accepts(k, r):
-                classes[k] = np.append(classes[k], r)
-                levels[k], sizes[k] = grown[k], sizes[k] + 1
-                for s, per_class in enumerate(values):
-                    if per_class:
-                        per_class[k].add(int(problem.sa_codes[s][r]))
-                break
+        best = int(np.argmin(growth))
+        k = options[best]
+        classes[k] = np.append(classes[k], r)
+        levels[k], sizes[k] = grown[best], sizes[k] + 1
     return [np.sort(c) for c in classes]
+
+
+def _keep_absent_valid(problem: _Problem, classes: list[np.ndarray]) -> list[np.ndarray]:
+    """Records of an old cell left out while others of it are published split the cell
+    (absence is visible): the left-out piece must still meet the cell's requirement.
+    When it does not, its records join the class holding the cell's published piece
+    whose precision loss grows least (always valid, see ``_place_leftovers``)."""
+    placed = np.zeros(problem.n, dtype=bool)
+    for c in classes:
+        placed[c] = True
+    old = problem.piece_cell < problem.new_cell
+    shown = np.unique(problem.piece_cell[placed & old])
+    absent = np.flatnonzero(~placed & old)
+    absent = absent[np.isin(problem.piece_cell[absent], shown)]
+    if absent.size == 0:
+        return classes
+    keys, piece = np.unique(problem.piece_cell[absent], return_inverse=True)
+    ok = piece_meets(
+        piece.reshape(-1),
+        keys.size,
+        problem.keep_distinct[keys],
+        problem.keep_spread[keys],
+        [c[absent] for c in problem.check_codes],
+        [None if x is None else x[absent] for x in problem.check_numbers],
+    )
+    return _place_leftovers(problem, classes, absent[~ok[piece.reshape(-1)]])
 
 
 _ALGORITHM = {"greedy": _greedy, "scalable": _top_down, "refine": _refine_earlier}
@@ -933,7 +912,8 @@ def _finish(problem: _Problem, classes: list[np.ndarray], algorithm: str) -> Lhd
         else np.zeros((0, len(problem.quasi)), dtype=np.int64)
     )
     published = class_id >= 0
-    suppressed = int(problem.n - published.sum())
+    absent = int(problem.n - published.sum())
+    held_back = int((~published & (problem.piece_cell == problem.new_cell)).sum())
     heights = tuple(h.height for h in problem.hierarchies)
     return LhdPlan(
         quasi=problem.quasi,
@@ -947,7 +927,8 @@ def _finish(problem: _Problem, classes: list[np.ndarray], algorithm: str) -> Lhd
             s: tuple(values[i][j] for i in order) for j, s in enumerate(problem.sensitive)
         },
         heights=heights,
-        suppressed=suppressed,
-        precision_loss=precision_loss(class_levels[class_id[published]], heights, suppressed),
-        dm=discernibility([c.size for c in classes], suppressed),
+        suppressed=absent - held_back,
+        precision_loss=precision_loss(class_levels[class_id[published]], heights, absent),
+        dm=discernibility([c.size for c in classes], absent),
+        held_back=held_back,
     )
