@@ -366,6 +366,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             "SELECT * FROM adult",
             "SELECT * FROM public.adult",
             "SELECT * FROM sqlanon.members",
+            "SELECT * FROM sqlanon.cells",
             "SELECT * FROM sqlanon.releases",
             "SELECT * FROM sqlanon.hierarchies",
             RELEASE_KE,
