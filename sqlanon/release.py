@@ -705,5 +705,7 @@ def _summary(release: catalog.Release) -> dict[str, Any]:
         "groups": release.groups,
         "sum_of_errors": release.sum_of_errors,
         "source_rows": release.source_rows,
+        "domain": release.domain,
+        "seq": release.seq,
         **release.metrics,
     }

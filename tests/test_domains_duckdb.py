@@ -4,13 +4,14 @@ releases share a domain, what a release refuses, and the cells it leaves behind.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import duckdb
 import pytest
 
 import sqlanon
-from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
 
 
 @pytest.fixture
@@ -212,4 +213,40 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
     summary = sqlanon.release_lhd(con, "src", "a", key="id", quasi=["age"], sensitive=["v"], l=3)
     assert summary["version"] == 2
     assert [r["exposed"] for r in sqlanon.audit(con, "a")][-1] == 0
+    con.close()
+
+
+def test_concurrent_releases_of_two_families_of_one_domain(tmp_path: Path) -> None:
+    """Each release of a domain must see the one before it: two families released at
+    once in two threads (one connection each) cannot both take the next place."""
+    path = str(tmp_path / "race.duckdb")
+    con = duckdb.connect(path)
+    sqlanon.install(con)
+    con.execute(
+        "CREATE TABLE people AS SELECT i AS id, 20 + i % 50 AS age, "
+        "CASE WHEN i % 2 = 0 THEN 'F' ELSE 'M' END AS sex, (i * 7919) % 1000 AS salary "
+        "FROM range(3000) AS t(i)"
+    )
+    args = {"key": "id", "sensitive": "salary", "quasi": ["age", "sex"], "k": 3, "e": 10}
+    sqlanon.release_ke(con, "people", "f0", **args)  # type: ignore[arg-type]
+    outcomes: list[object] = []
+
+    def run(family: str) -> None:
+        own = duckdb.connect(path)
+        sqlanon.install(own)
+        try:
+            outcomes.append(sqlanon.release_ke(own, "people", family, **args)["seq"])  # type: ignore[arg-type]
+        except ConcurrentReleaseError as exc:
+            outcomes.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=run, args=(f,)) for f in ("fa", "fb")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seqs = con.execute("SELECT seq FROM sqlanon.releases ORDER BY seq").fetchall()
+    assert seqs in ([(1,), (2,)], [(1,), (2,), (3,)])
+    assert len([o for o in outcomes if isinstance(o, ConcurrentReleaseError)]) == 3 - len(seqs)
     con.close()
