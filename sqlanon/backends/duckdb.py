@@ -73,10 +73,12 @@ class DuckDBSession:
         try:
             yield
             self._cur.execute("COMMIT")
-        except duckdb.TransactionException as exc:
+        except (duckdb.TransactionException, duckdb.ConstraintException) as exc:
+            # A write-write conflict, or a duplicate (family, version) or (domain, seq):
+            # another release of the family or domain committed first.
             self._rollback()
             raise ConcurrentReleaseError(
-                "another transaction wrote the same release family at the same time "
+                "another transaction released the same family or domain at the same time "
                 f"({exc}); nothing was written: run the release again"
             ) from exc
         except BaseException:
@@ -90,9 +92,10 @@ class DuckDBSession:
             pass  # a failed commit has already ended the transaction
 
     def lock_family(self, family: str) -> None:
-        """DuckDB has no advisory locks: a concurrent release of the same family makes
-        one of the two transactions conflict at commit (optimistic), and it is refused
-        with :class:`ConcurrentReleaseError`; nothing half-written remains."""
+        """DuckDB has no advisory locks: a concurrent release of the same family (or of
+        the same domain: ``sqlanon.releases`` is unique on (domain, seq)) makes one of
+        the two transactions conflict (optimistic), and it is refused with
+        :class:`ConcurrentReleaseError`; nothing half-written remains."""
 
     def close(self) -> None:
         self._cur.close()
