@@ -36,6 +36,7 @@ frozenset({100})
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +115,7 @@ class Verdict:
 
     flagged: dict[int, list[str]] = field(default_factory=dict)
     candidates: dict[tuple[int, str], frozenset[Any]] = field(default_factory=dict)
+    truncated: bool = False
 
     def flag(self, record: int, why: str) -> None:
         self.flagged.setdefault(record, []).append(why)
@@ -229,14 +231,21 @@ def subtraction_attack(
     values: Values,
     releases: Sequence[Release],
     observed: Sequence[Observation] | None = None,
-    max_known: int = 200_000,
+    max_known: int = 5_000,
+    with_totals: bool = True,
 ) -> Verdict:
     """Subtract known multisets to a fixed point, intersect, flag records below their
     requirement. ``observed`` (default: :func:`observations`) is what was published;
     ``values`` gives the true values, which must stay candidates (AssertionError if not).
+
+    The fixed point can hold exponentially many sets (a set holding m disjoint known
+    sets yields all 2^m differences), so sets are processed smallest first and no more
+    than ``max_known`` are kept per attribute; ``verdict.truncated`` says when that
+    stopped the search early (every set found is still a true fact).
     """
     observed = observations(values, releases) if observed is None else observed
     known: dict[str, dict[int, Counter[Any]]] = {}
+    verdict = Verdict()
 
     def learn(attribute: str, mask: int, multiset: Counter[Any]) -> None:
         if sum(multiset.values()) != mask.bit_count():
@@ -251,10 +260,13 @@ def subtraction_attack(
                     f"{dict(table[mask])} and as {dict(multiset)}"
                 )
             return
+        if len(table) >= max_known:
+            verdict.truncated = True
+            return
         table[mask] = multiset
-        queue.append((attribute, mask))
+        heapq.heappush(queue, (mask.bit_count(), len(table), attribute, mask))
 
-    queue: list[tuple[str, int]] = []
+    queue: list[tuple[int, int, str, int]] = []  # (size, order, attribute, records)
     totals: dict[tuple[int, str], tuple[int, Counter[Any]]] = {}
     for o in observed:
         for j, a in enumerate(o.attributes):
@@ -265,14 +277,20 @@ def subtraction_attack(
             learn(a, mask, multiset)
             total_mask, total = totals.get((o.release, a), (0, Counter()))
             totals[o.release, a] = (total_mask | mask, total + multiset)
-    for (_, a), (mask, total) in totals.items():
-        learn(a, mask, total)  # a release's total is the sum of its groups
+    if with_totals:
+        # a release's total is the sum of its groups; a total inside a later one gives the
+        # records that arrived in between (the totals themselves would make every union
+        # of groups a known set: exponentially many)
+        for (i, a), (mask, total) in totals.items():
+            for (j, b), (later, later_total) in totals.items():
+                if a == b and i != j and later != mask and later & mask == mask:
+                    if total - later_total:
+                        raise AssertionError(f"{a}: release {i}'s total is not inside {j}'s")
+                    learn(a, later & ~mask, later_total - total)
 
     while queue:
-        a, mask = queue.pop()
+        _, _, a, mask = heapq.heappop(queue)
         table = known[a]
-        if len(table) > max_known:
-            raise RuntimeError(f"more than {max_known} known multisets of {a}: too large")
         multiset = table[mask]
         for other, theirs in list(table.items()):
             if other != mask and other & mask == mask:  # mask inside other
@@ -288,7 +306,6 @@ def subtraction_attack(
                 )
             learn(a, big & ~small, big_ms - small_ms)
 
-    verdict = Verdict()
     need = requirements(releases)
     for a, table in known.items():
         common: dict[int, frozenset[Any]] = {}

@@ -179,7 +179,7 @@ def _plan(
     checked = {
         a: _column(scenario, a, present) for a in prior.attributes if a not in family.sensitive
     }
-    plan = lhd.plan_lhd(  # type: ignore[call-arg]
+    lhd_plan = lhd.plan_lhd(
         {q: _column(scenario, q, present) for q in family.quasi},
         {s: _column(scenario, s, present) for s in family.sensitive},
         {q: HIERARCHIES[q] for q in family.quasi},
@@ -189,7 +189,7 @@ def _plan(
         algorithm=family.algorithm,
         max_suppression=family.max_suppression,
     )
-    return plan.class_id, Requirement.lhd(family.sensitive, family.l)
+    return lhd_plan.class_id, Requirement.lhd(family.sensitive, family.l)
 
 
 def run(scenario: Scenario, check: bool = True, exact: bool = False) -> Outcome:
@@ -252,8 +252,20 @@ def test_ke_sequences_leave_no_record_below_its_requirement(scenario: Scenario) 
 
 
 @FAST
-@given(scenarios(ke_families, records=(4, 7), releases=(2, 3)))
-def test_tiny_ke_sequences_survive_the_exact_attacker(scenario: Scenario) -> None:
+@given(scenarios(lhd_families))
+def test_lhd_sequences_leave_no_record_below_its_requirement(scenario: Scenario) -> None:
+    run(scenario)
+
+
+@FAST
+@given(scenarios(st.one_of(ke_families, lhd_families), n_families=(2, 4)))
+def test_mixed_sequences_leave_no_record_below_its_requirement(scenario: Scenario) -> None:
+    run(scenario)
+
+
+@FAST
+@given(scenarios(st.one_of(ke_families, lhd_families), records=(4, 7), releases=(2, 3)))
+def test_tiny_sequences_survive_the_exact_attacker(scenario: Scenario) -> None:
     run(scenario, exact=True)
 
 
