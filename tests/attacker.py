@@ -231,7 +231,7 @@ def subtraction_attack(
     values: Values,
     releases: Sequence[Release],
     observed: Sequence[Observation] | None = None,
-    max_known: int = 5_000,
+    max_known: int = 1_000,
     with_totals: bool = True,
 ) -> Verdict:
     """Subtract known multisets to a fixed point, intersect, flag records below their
@@ -240,11 +240,13 @@ def subtraction_attack(
 
     The fixed point can hold exponentially many sets (a set holding m disjoint known
     sets yields all 2^m differences), so sets are processed smallest first and no more
-    than ``max_known`` are kept per attribute; ``verdict.truncated`` says when that
-    stopped the search early (every set found is still a true fact).
+    than ``max_known`` derived sets are kept per attribute (besides every published
+    group); ``verdict.truncated`` says when that stopped the search early (every set
+    found is still a true fact).
     """
     observed = observations(values, releases) if observed is None else observed
     known: dict[str, dict[int, Counter[Any]]] = {}
+    full: set[str] = set()
     verdict = Verdict()
 
     def learn(attribute: str, mask: int, multiset: Counter[Any]) -> None:
@@ -260,8 +262,9 @@ def subtraction_attack(
                     f"{dict(table[mask])} and as {dict(multiset)}"
                 )
             return
-        if len(table) >= max_known:
+        if len(table) >= max_known + len(observed):
             verdict.truncated = True
+            full.add(attribute)
             return
         table[mask] = multiset
         heapq.heappush(queue, (mask.bit_count(), len(table), attribute, mask))
@@ -290,6 +293,8 @@ def subtraction_attack(
 
     while queue:
         _, _, a, mask = heapq.heappop(queue)
+        if a in full:
+            continue  # the table is full: what the rest would find could not be kept
         table = known[a]
         multiset = table[mask]
         for other, theirs in list(table.items()):
