@@ -217,6 +217,15 @@ def _mask(records: Iterable[int]) -> int:
     return bits
 
 
+def _covers(groups: Sequence[int], mask: int) -> bool:
+    """Whether the groups inside ``mask`` (disjoint: one release's) are all of it."""
+    union = 0
+    for g in groups:
+        if g & mask == g:
+            union |= g
+    return union == mask
+
+
 def _members(mask: int) -> list[int]:
     out, r = [], 0
     while mask:
@@ -238,18 +247,21 @@ def subtraction_attack(
     requirement. ``observed`` (default: :func:`observations`) is what was published;
     ``values`` gives the true values, which must stay candidates (AssertionError if not).
 
-    The fixed point can hold exponentially many sets (a set holding m disjoint known
-    sets yields all 2^m differences), so sets are processed smallest first and no more
-    than ``max_known`` derived sets are kept per attribute (besides every published
-    group); ``verdict.truncated`` says when that stopped the search early (every set
-    found is still a true fact).
+    The fixed point can hold exponentially many sets (a class refined into m pieces
+    yields all 2^m unions of pieces), so a derived set that is exactly a union of groups
+    of one release is not kept: its multiset is their sum, subtracting it is subtracting
+    them one by one, and it narrows no candidate (lost: a group of a third release that
+    straddles those groups, inside their union). Sets are processed smallest first and
+    no more than ``max_known`` derived sets are kept per attribute (besides every
+    published group); ``verdict.truncated`` says when that stopped the search early
+    (every set found is still a true fact).
     """
     observed = observations(values, releases) if observed is None else observed
     known: dict[str, dict[int, Counter[Any]]] = {}
     full: set[str] = set()
     verdict = Verdict()
 
-    def learn(attribute: str, mask: int, multiset: Counter[Any]) -> None:
+    def learn(attribute: str, mask: int, multiset: Counter[Any], derived: bool = True) -> None:
         if sum(multiset.values()) != mask.bit_count():
             raise AssertionError(
                 f"{attribute}: records {_members(mask)} but multiset {dict(multiset)}"
@@ -262,6 +274,8 @@ def subtraction_attack(
                     f"{dict(table[mask])} and as {dict(multiset)}"
                 )
             return
+        if derived and any(_covers(groups, mask) for groups in by_release[attribute].values()):
+            return  # a union of one release's groups: nothing new (see the docstring)
         if len(table) >= max_known + len(observed):
             verdict.truncated = True
             full.add(attribute)
@@ -270,6 +284,7 @@ def subtraction_attack(
         heapq.heappush(queue, (mask.bit_count(), len(table), attribute, mask))
 
     queue: list[tuple[int, int, str, int]] = []  # (size, order, attribute, records)
+    by_release: dict[str, dict[int, list[int]]] = {}  # attribute -> release -> groups
     totals: dict[tuple[int, str], tuple[int, Counter[Any]]] = {}
     for o in observed:
         for j, a in enumerate(o.attributes):
@@ -277,7 +292,8 @@ def subtraction_attack(
             for row, count in o.rows.items():
                 multiset[row[j]] += count
             mask = _mask(o.records)
-            learn(a, mask, multiset)
+            by_release.setdefault(a, {}).setdefault(o.release, []).append(mask)
+            learn(a, mask, multiset, derived=False)
             total_mask, total = totals.get((o.release, a), (0, Counter()))
             totals[o.release, a] = (total_mask | mask, total + multiset)
     if with_totals:
@@ -304,6 +320,8 @@ def subtraction_attack(
                 small, big, small_ms, big_ms = other, mask, theirs, multiset
             else:
                 continue
+            if big & ~small in table:
+                continue  # known already (and checked when it was learned)
             if small_ms - big_ms:
                 raise AssertionError(
                     f"{a}: records {_members(small)} show {dict(small_ms)}, not inside "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,7 @@ def test_families_of_both_models_and_appends(
             algorithm="greedy", max_suppression=0.2,
         )  # fmt: skip
 
+    plan: list[Callable[[], None] | tuple[int, int]]
     plan = [pay_ke, both_lhd, loss_ke, (60, 75), both_lhd, pay_ke, loss_lhd, (75, 77)]
     plan += [loss_ke, pay_ke, both_lhd, (77, 100), loss_lhd, both_lhd, loss_ke, pay_ke]
     released = 0
