@@ -192,10 +192,13 @@ def _plan(
     return lhd_plan.class_id, Requirement.lhd(family.sensitive, family.l)
 
 
-def run(scenario: Scenario, check: bool = True, exact: bool = False) -> Outcome:
+def run(
+    scenario: Scenario, check: bool = True, exact: bool = False, independent: bool = False
+) -> Outcome:
     """Drive the scenario; with ``check``, assert after every release that the cell
     check and the subtraction attacker (and, with ``exact``, the exact attacker) flag
-    no record."""
+    no record. ``independent`` plans every release as if it were the domain's first
+    (the unsafe way, to show that the attacker notices)."""
     n = scenario.n
     cells = Cells.empty(n)
     outcome = Outcome()
@@ -207,7 +210,8 @@ def run(scenario: Scenario, check: bool = True, exact: bool = False) -> Outcome:
         family = scenario.families[f]
         present = np.arange(arrived)
         try:
-            group_present, requirement = _plan(family, scenario, present, cells.select(present))
+            prior = Cells.empty(arrived) if independent else cells.select(present)
+            group_present, requirement = _plan(family, scenario, present, prior)
         except InfeasibleError:
             outcome.infeasible += 1
             continue
@@ -433,3 +437,27 @@ def test_paper_policy_minimal_leak() -> None:
     # the same sequence under the safe policies: nothing flagged
     for policy in ("auto", "merge", "defer"):
         run(dataclasses.replace(scenario, families=(KeFamily("s0", 2, 0.0, policy),)))
+
+
+def test_independent_lhd_releases_leak_on_generated_sequences() -> None:
+    """lHD releases planned without the earlier releases' cells (independent
+    re-release after appends): hypothesis finds a sequence the attacker flags."""
+
+    def leaks(scenario: Scenario) -> bool:
+        releases = run(scenario, check=False, independent=True).releases
+        return bool(subtraction_attack(scenario.values, releases).flagged)
+
+    found = find(
+        scenarios(lhd_families, records=(6, 30), releases=(2, 4), n_families=(1, 1)),
+        leaks,
+        settings=settings(
+            max_examples=1000,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=[Phase.generate],
+        ),
+    )
+    releases = run(found, check=False, independent=True).releases
+    assert cell_check(found.values, releases).flagged
+    run(found)  # the same sequence planned on the cells: nothing flagged
