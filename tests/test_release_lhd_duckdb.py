@@ -195,10 +195,11 @@ def test_john_is_exposed_by_independent_releases(
     assert sqlanon.audit(emp, "copy_gz")[0]["exposed"] == 0  # alone, it looks safe
     session = DuckDBSession(emp)
     try:
-        rows = audit_versions(session, [("emp_pg", 1), ("copy_gz", 1)])
+        rows = audit_versions(session, [("emp_pg", 1), ("copy_gz", 1)], records=True)
     finally:
         session.close()
     assert rows[0]["exposed"] == 0 and rows[1]["exposed"] >= 1
+    assert "1" in rows[1]["records"]["by_comparison"]  # John (key 1): {10000}
     keys = [str(r[0]) for r in EMPLOYEES]
     attack = comparison_attack(history(emp, [("emp_pg", 1), ("copy_gz", 1)], keys), 2)
     assert attack.candidates(0, "salary") == frozenset({10000})
@@ -220,6 +221,8 @@ def test_a_copy_of_the_source_joins_its_domain(
     keys = [str(r[0]) for r in EMPLOYEES]
     attack = comparison_attack(history(emp, [("emp_pg", 1), ("copy_gz", 1)], keys), 2)
     assert attack.exposed_records.size == 0
+    audit = sqlanon.audit(emp, "emp_pg")  # the domain's: both releases
+    assert [(a["family"], a["exposed"]) for a in audit] == [("emp_pg", 0), ("copy_gz", 0)]
     with pytest.raises(ConfigError, match="a source belongs to one domain"):
         sqlanon.release_lhd(emp, "emp", "other", quasi=["zip"], domain="elsewhere", **common)
 
