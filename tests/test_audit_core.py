@@ -415,10 +415,10 @@ def test_cell_valid_histories_pass_every_check(case):
 
 
 def test_large_history_is_fast():
-    """10^5 records over 11 releases: old groups kept, new records in fresh groups of
+    """5 * 10^4 records over 11 releases: old groups kept, new records in fresh groups of
     about ten (a few random groups fail, so every check runs at every release)."""
     rng = np.random.default_rng(7)
-    n0, step, versions = 50_000, 5_000, 11
+    n0, step, versions = 25_000, 2_500, 11
     n = n0 + step * (versions - 1)
     values = rng.integers(0, 5_000, n).astype(float)
     group = rng.integers(0, n0 // 10, n0)
@@ -433,7 +433,7 @@ def test_large_history_is_fast():
     audits = audit_domain({"s": values}, releases)
     elapsed = time.perf_counter() - start
     assert len(audits) == versions and audits[-1].counts()["by_cell"] > 0
-    assert elapsed < 20, elapsed
+    assert elapsed < 10, elapsed
 
 
 def test_independent_re_releases_stay_within_budget_and_time():

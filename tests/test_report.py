@@ -235,7 +235,7 @@ def test_exposed_records_stand_out(tmp_path: Path) -> None:
     cells = re.findall(r"<td>(.*?)</td>", table)
     assert cells == ["pay_paper v2", "2", "2", "2", "2", "2", "0"]
     assert [r[-3] for r in version_rows(page)] == ["0", "2"]
-    check_renders(out, tmp_path / "chromium", 2)
+    assert sorted(images(page)) == ["spread", "widths"]
 
 
 def test_held_back_rows_are_explained(tmp_path: Path) -> None:
