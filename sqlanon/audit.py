@@ -125,7 +125,7 @@ def _read(
         lost = ~np.asarray(rows["found"], dtype=bool)
         if lost.any():
             raise ConfigError(
-                f"{int(lost.sum())} records {r.family} v{r.version} published are no "
+                f"{int(lost.sum())} record(s) {r.family} v{r.version} published are no "
                 f"longer in {p['source']} (e.g. key {keys[lost][0]!r}): the audit needs "
                 "the true values of every published record"
             )

@@ -186,7 +186,7 @@ def test_errors_name_the_problem(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM sqlanon.releases WHERE family = 'copy_l'")
     # A published record gone from the source.
     con.execute("DELETE FROM src WHERE id = 2")
-    with pytest.raises(ConfigError, match="1 records src_l v1 published are no longer"):
+    with pytest.raises(ConfigError, match=r"1 record\(s\) src_l v1 published are no longer"):
         sqlanon.audit(con, "src_l")
 
 
