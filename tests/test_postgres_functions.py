@@ -97,6 +97,9 @@ def test_release_ke_twice_with_an_append_matches_duckdb_in_shape(adult: Any) -> 
     second = one(adult, RELEASE_KE)
     assert second["version"] == 2 and second["source_rows"] == 1427
     assert [a["exposed"] for a in one(adult, "SELECT sqlanon.audit('adult_ke')")] == [0, 0]
+    audit = one(adult, "SELECT sqlanon.audit('adult_ke', true)")
+    assert [a["records"]["exposed"] for a in audit] == [[], []]
+    assert "records" not in one(adult, "SELECT sqlanon.audit('adult_ke', false)")[0]
 
     duck = duckdb.connect()
     sqlanon.install(duck)
@@ -371,6 +374,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             "SELECT * FROM sqlanon.hierarchies",
             RELEASE_KE,
             "SELECT sqlanon.audit('adult_ke')",
+            "SELECT sqlanon.audit('adult_ke', true)",
             "SELECT sqlanon._release_ke('public', 'adult', 'x', 'id', 'capital_loss',"
             " ARRAY['age'], 5, 20, 'auto', NULL, NULL)",
             "SELECT sqlanon.load_hierarchies('adult', '/etc')",

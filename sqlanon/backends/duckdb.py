@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 from duckdb.func import FunctionNullHandling
-from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
+from duckdb.sqltypes import BIGINT, BOOLEAN, DOUBLE, VARCHAR
 
 from sqlanon import sqltext
 from sqlanon.errors import ConcurrentReleaseError, ConfigError
@@ -188,8 +188,8 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     def hierarchy_widths(dataset, attribute, widths):  # noqa: ANN001
         return api.hierarchy_widths(con, dataset, attribute, widths)
 
-    def audit_family(family):  # noqa: ANN001
-        return api.audit(con, family)
+    def audit_family(family, records):  # noqa: ANN001
+        return api.audit(con, family, records=bool(records))
 
     def interval_sql(sql):  # noqa: ANN001
         return api.rewrite(sql, con)
@@ -239,7 +239,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             [VARCHAR, VARCHAR, duckdb.list_type(DOUBLE)],
             VARCHAR,
         ),
-        ("_sqlanon_audit", _summary(audit_family), [VARCHAR], VARCHAR),
+        ("_sqlanon_audit", _summary(audit_family), [VARCHAR, BOOLEAN], VARCHAR),
         ("_sqlanon_interval", interval_sql, [VARCHAR], VARCHAR),
         ("_sqlanon_rewrite", rewrite_sql, [VARCHAR, VARCHAR], VARCHAR),
     ]
