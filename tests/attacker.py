@@ -12,10 +12,11 @@ Three checks, each returning a :class:`Verdict` (records below their requirement
   every release, "absent" once it was first published; records with the same history
   form a cell; a cell must meet the union of the requirements of the releases that
   published it (the maximum per attribute).
-- :func:`subtraction_attack`: known multisets (every group, every release's total) per
-  attribute; a known multiset strictly contained (by records) in another is subtracted
-  from it, to a fixed point; a record's candidates are the intersection of the distinct
-  values of the known multisets holding it. Checks that the true value stays a candidate.
+- :func:`subtraction_attack`: known multisets per attribute (every group, and the
+  records that arrived between two releases: the difference of their totals); a known
+  multiset strictly contained (by records) in another is subtracted from it, to a fixed
+  point; a record's candidates are the intersection of the distinct values of the known
+  multisets holding it. Checks that the true value stays a candidate.
 - :func:`exact_attack`: on tiny cases, every assignment of the records' true value
   tuples (a permutation) under which every group shows the multiset it published (an lHD
   class shows its rows' sensitive values jointly, a (k,e) group one attribute) is a

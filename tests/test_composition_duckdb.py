@@ -19,7 +19,6 @@ from typing import Any
 import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.demo import bundled_adult
@@ -27,6 +26,7 @@ from sqlanon.errors import InfeasibleError
 from tests.attacker import Observation, Release, cell_check, exact_attack, subtraction_attack
 from tests.test_composition_properties import (
     EDUCATION,
+    EITHER,
     KeFamily,
     Scenario,
     ke_families,
@@ -274,7 +274,11 @@ def _drive(con: duckdb.DuckDBPyConnection, folder: Path, scenario: Scenario) -> 
 )
 @given(
     scenarios(
-        st.one_of(ke_families, lhd_families), records=(5, 25), releases=(2, 5), n_families=(1, 3)
+        EITHER,
+        records=(5, 25),
+        releases=(2, 5),
+        n_families=(0, 2),
+        required=(ke_families, lhd_families),
     )
 )
 def test_generated_sequences_through_duckdb(scenario: Scenario) -> None:
