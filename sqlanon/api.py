@@ -131,12 +131,14 @@ def hierarchy_widths(
         return store(session, dataset, attribute, widths)
 
 
-def audit(con: Any, family: str) -> list[dict[str, Any]]:
-    """Replay an attacker over every version of ``family``; one dict per version."""
+def audit(con: Any, family: str, records: bool = False) -> list[dict[str, Any]]:
+    """Replay the attacker of ``family``'s domain (every release of the people behind
+    its source, every family, both models); one dict per release of the domain, in
+    order (``sqlanon.audit``). ``records``: also the exposed keys (owner only)."""
     from sqlanon.audit import audit_family
 
     with session_for(con) as session:
-        return audit_family(session, family)
+        return audit_family(session, family, records=records)
 
 
 def release_catalog(session: Session) -> dict[str, Any]:

@@ -1,8 +1,25 @@
-"""The audit: replay an attacker holding every version of a family.
+"""The audit: replay the attacker of a domain over every release of it.
 
-The attacks themselves are pure (``sqlanon.audit_core`` for (k,e)); this module reads
-what they need from the catalog, the private state and the source. It runs with the
-data owner's rights: it needs the true values to tell what an attacker could learn.
+A domain is the people behind a source (MODELS.md, "Cells"): its releases, of every
+family and both models, compose, so the audit of a family is the audit of its domain.
+The attack is pure (:func:`sqlanon.audit_core.audit_domain`); this module reads what
+it needs: the domain's releases in order (the catalog), the group each release
+published each record in (``sqlanon.members``, status 'published'; never the
+planner's ``cell_id``: the attacker is independent of the planner's bookkeeping), and
+the true values of every sensitive attribute the releases published, from each
+release's source. It runs with the data owner's rights.
+
+One row per release of the domain, in order::
+
+    {"family": "patients_ke", "version": 2, "seq": 3, "model": "ke",
+     "domain": "main.patients", "exposed": 2, "newly_exposed": 2, "by_cell": 2,
+     "by_subtraction": 2, "by_comparison": 0, "subtraction_complete": true}
+
+``exposed`` counts the records an attacker holding the releases up to this one pins
+below a requirement by any check (at this release or before), ``newly_exposed`` those
+first exposed here; ``by_<check>`` what each check finds with these releases (see
+:mod:`sqlanon.audit_core`). With ``records=True`` each row also has ``records``: the
+keys behind each count (owner only: keys are private).
 """
 
 from __future__ import annotations
@@ -15,156 +32,194 @@ import numpy as np
 from sqlanon import audit_core, catalog, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
+from sqlanon.models.cells import Requirement
 from sqlanon.release import resolve_source
 
+_COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison")
 
-def audit_family(session: Session, family: str) -> list[dict[str, Any]]:
-    """One row per version of ``family``: records exposed so far, and by which check."""
+
+def audit_family(session: Session, family: str, records: bool = False) -> list[dict[str, Any]]:
+    """The audit of ``family``'s domain: one row per release of the domain (every
+    family), so that what other families' releases give away shows."""
     sqltext.check_family(family)
-    versions = catalog.require_family(session, family)
-    if versions[0].model == "lhd":
-        return _audit_lhd_family(session, versions)
-    return audit_versions(session, [(r.family, r.version) for r in versions])
+    catalog.require_family(session, family)
+    return audit_domain_of(session, family, records=records)
 
 
-def audit_versions(session: Session, refs: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-    """Audit a history made of any (family, version) releases of one source, in order.
+def audit_domain_of(
+    session: Session, family_or_domain: str, records: bool = False
+) -> list[dict[str, Any]]:
+    """One row per release of a domain, in the domain's order. ``family_or_domain``
+    names a release family (its domain is audited) or a domain."""
+    every = catalog.releases(session)
+    domains = {r.domain for r in every if r.family == family_or_domain}
+    if not domains:
+        domains = {r.domain for r in every if r.domain == family_or_domain}
+    if not domains:
+        families = sorted({r.family for r in every})
+        raise ConfigError(
+            f"no release family or domain {family_or_domain!r}; known families: "
+            f"{', '.join(families) or 'none yet'}"
+        )
+    return _audit(session, _in_order(session, [r for r in every if r.domain in domains]), records)
 
-    Independent re-releases (a new family per version) are audited this way too: the
-    attacker links records across families exactly as across versions.
-    """
+
+def audit_versions(
+    session: Session, refs: Sequence[tuple[str, int]], records: bool = False
+) -> list[dict[str, Any]]:
+    """Audit the given ``(family, version)`` releases as one history, in the order given,
+    whatever their domains: records are linked by key. Independent re-releases (a new
+    family, or a copy of the table, per version) are audited this way."""
     releases = {(r.family, r.version): r for r in catalog.releases(session)}
-    missing = [ref for ref in refs if (ref[0], ref[1]) not in releases]
+    missing = [tuple(ref) for ref in refs if (ref[0], ref[1]) not in releases]
     if missing:
         raise ConfigError(f"no such releases: {missing}")
-    chosen = [releases[(ref[0], ref[1])] for ref in refs]
-    models = {r.model for r in chosen}
-    if "lhd" in models:
-        return _lhd_refs(session, refs, chosen)
-    if models != {"ke"}:
-        raise ConfigError(f"the audit covers (k,e) families here; got models {sorted(models)}")
-    first = chosen[0].parameters
-    for r in chosen:
-        same = all(r.parameters[p] == first[p] for p in ("key", "sensitive", "k", "e"))
-        if not same:
-            raise ConfigError("audited releases must share key, sensitive, k and e")
-    src = resolve_source(session, chosen[-1].parameters["source"])
+    return _audit(session, [releases[(ref[0], ref[1])] for ref in refs], records)
+
+
+def _in_order(session: Session, releases: list[catalog.Release]) -> list[catalog.Release]:
+    """A domain's releases by ``seq``; by creation when some have none (made before
+    domains existed)."""
+    if all(r.seq > 0 for r in releases):
+        return sorted(releases, key=lambda r: r.seq)
+    made = session.query(sqltext.load(session.dialect, "releases_by_creation"))
+    position = {(f, int(v)): i for i, (f, v) in enumerate(made)}
+    return sorted(releases, key=lambda r: position[(r.family, r.version)])
+
+
+def _requirement(r: catalog.Release) -> tuple[Requirement, tuple[str, ...]]:
+    """What the release promised, and the sensitive attributes it published."""
+    p = r.parameters
+    if r.model == "ke":
+        return Requirement.ke(p["sensitive"], p["k"], p["e"]), (p["sensitive"],)
+    if r.model == "lhd":
+        names = p["sensitive"]
+        names = (names,) if isinstance(names, str) else tuple(names)
+        return Requirement.lhd(names, p["l"]), names
+    raise ConfigError(f"{r.family} v{r.version}: the audit knows no model {r.model!r}")
+
+
+def _read(
+    session: Session, r: catalog.Release, attributes: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Keys and groups of the records ``r`` published, and their values of each
+    attribute, read from the source now."""
+    p = r.parameters
+    source = resolve_source(session, p["source"])
     q = session.quote_ident
-    text = sqltext.render(
-        sqltext.load(session.dialect, "ke_audit_history"),
-        sensitive=q(first["sensitive"]),
-        key=q(first["key"]),
-        source=src.qualified(session),
-    )
-    history = []
-    for position, r in enumerate(chosen, start=1):
-        rows = session.query_arrays(text, [r.family, r.version])
-        history.append(
-            audit_core.KeVersion(
-                version=position,
-                keys=np.asarray(rows["record_key"], dtype=object),
-                group=np.asarray(rows["group_id"], dtype=np.int64),
-                values=np.asarray(rows["s"], dtype=np.float64),
+    template = sqltext.load(session.dialect, "audit_published_values")
+    keys = groups = np.zeros(0, dtype=object)
+    values = {}
+    for a in attributes:
+        if a not in source.columns:
+            raise ConfigError(
+                f"{r.family} v{r.version} published {a!r}, which {p['source']} no longer "
+                "has: the audit needs its true values"
             )
+        text = sqltext.render(
+            template, key=q(p["key"]), column=q(a), source=source.qualified(session)
         )
-    results = audit_core.audit_ke_history(history, first["k"], first["e"])
-    return [
-        {"family": ref[0], "version": ref[1], **_row(result)}
-        for ref, result in zip(refs, results, strict=True)
-    ]
+        rows = session.query_arrays(text, [r.family, r.version])
+        keys = np.asarray(rows["record_key"], dtype=object)
+        groups = np.asarray(rows["group_id"]).astype(np.int64)
+        lost = ~np.asarray(rows["found"], dtype=bool)
+        if lost.any():
+            raise ConfigError(
+                f"{int(lost.sum())} record(s) {r.family} v{r.version} published are no "
+                f"longer in {p['source']} (e.g. key {keys[lost][0]!r}): the audit needs "
+                "the true values of every published record"
+            )
+        if np.unique(keys).size != keys.size:
+            raise ConfigError(
+                f"the key {p['key']!r} of {p['source']} is not unique any more: the audit "
+                "cannot tell which row was published"
+            )
+        values[a] = np.asarray(rows["value"])
+    return keys, groups, values
 
 
-def _lhd_refs(
-    session: Session, refs: Sequence[tuple[str, int]], chosen: Sequence[catalog.Release]
+class _Values:
+    """One attribute over the domain's records, filled release by release; a record
+    read again must have the same value (NULL equals NULL)."""
+
+    def __init__(self, name: str, n: int) -> None:
+        self.name = name
+        self.read = np.zeros(n, dtype=bool)
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.first = np.full(n, None, dtype=object)
+
+    def add(
+        self, rows: np.ndarray, column: np.ndarray, r: catalog.Release, keys: np.ndarray
+    ) -> None:
+        boxed = column.astype(object)
+        again = self.read[rows]
+        old, new = self.first[rows[again]], boxed[again]
+        differ = np.flatnonzero(old != new)
+        for i in differ.tolist():
+            if not (_missing(old[i]) and _missing(new[i])):
+                raise ConfigError(
+                    f"record {keys[rows[again][i]]!r} has {self.name} = {new[i]!r} in the "
+                    f"source of {r.family} v{r.version} and {old[i]!r} in an earlier "
+                    "release's: the audit assumes a record's values do not change"
+                )
+        self.first[rows[~again]] = boxed[~again]
+        self.read[rows] = True
+        self.parts.append((rows, column))
+
+    def column(self) -> np.ndarray:
+        """Numbers as float64 (NaN where unread or NULL) when every read was numeric,
+        else objects (None where unread)."""
+        if self.parts and all(c.dtype.kind in "biuf" for _, c in self.parts):
+            out = np.full(self.read.size, np.nan)
+            for rows, column in self.parts:
+                out[rows] = column
+            return out
+        return self.first
+
+
+def _audit(
+    session: Session, chosen: Sequence[catalog.Release], records: bool
 ) -> list[dict[str, Any]]:
-    # Records are linked by key across the releases given, even of different sources
-    # (two copies of one table released independently).
-    lhd = [r for r in chosen if r.model == "lhd"]
-    sensitive = sorted({s for r in lhd for s in r.parameters["sensitive"]})
-    results = audit_lhd_history(session, chosen, min(r.parameters["l"] for r in lhd), sensitive)
-    for result in results:
-        result.pop("_exposed")
-    return [
-        {"family": ref[0], "version": ref[1], **result}
-        for ref, result in zip(refs, results, strict=True)
+    promised = [_requirement(r) for r in chosen]
+    reads = [
+        _read(session, r, published) for r, (_, published) in zip(chosen, promised, strict=True)
     ]
-
-
-def _row(result: Any) -> dict[str, Any]:
-    return {
-        "exposed": int(result.exposed),
-        "newly_exposed": int(result.newly_exposed),
-        **{f"by_{check}": int(n) for check, n in result.by_check.items()},
-    }
-
-
-def audit_lhd_history(
-    session: Session,
-    history: Sequence[catalog.Release],
-    l: int,  # noqa: E741
-    sensitive: Sequence[str],
-) -> list[dict[str, Any]]:
-    """One row per prefix of ``history`` (releases of one source, oldest first): records
-    an attacker holding those releases pins to fewer than ``l`` values of a sensitive
-    attribute in ``sensitive``, by one pair of releases (``by_comparison``, MODELS.md's
-    pairwise constraint) or by intersecting all of them per cell (``by_cell``)."""
-    from sqlanon.models.lhd import comparison_attack, comparison_violations
-    from sqlanon.release_lhd import earlier_release
-
-    published = [
-        session.query(sqltext.load(session.dialect, "lhd_published_classes"), [r.family, r.version])
-        for r in history
-    ]
-    keys = np.array(sorted({k for rows in published for k, _ in rows}), dtype=object)
-    releases = []
-    for r in history:
-        names = r.parameters["sensitive"]
-        names = [names] if isinstance(names, str) else names
-        releases.append(earlier_release(session, r, [s for s in names if s in sensitive], keys))
-    by_pair = np.zeros(keys.size, dtype=bool)
-    before = np.zeros(keys.size, dtype=bool)
-    rows = []
-    for i, new in enumerate(releases):
-        for old in releases[:i]:
-            bad = {(v.new_class, v.old_class) for v in comparison_violations(new, [old], l)}
-            if bad:
-                pairs = zip(new.class_of_record.tolist(), old.class_of_record.tolist(), strict=True)
-                by_pair |= np.array([p in bad for p in pairs], dtype=bool)
-        by_cell = np.zeros(keys.size, dtype=bool)
-        by_cell[comparison_attack(releases[: i + 1], l).exposed_records] = True
-        exposed = by_pair | by_cell
-        rows.append(
-            {
-                "exposed": int(exposed.sum()),
-                "newly_exposed": int((exposed & ~before).sum()),
-                "by_comparison": int(by_pair.sum()),
-                "by_cell": int(by_cell.sum()),
-                "_exposed": exposed,
-            }
-        )
-        before = exposed
-    return rows
-
-
-def _audit_lhd_family(
-    session: Session, versions: Sequence[catalog.Release]
-) -> list[dict[str, Any]]:
-    """Each version of an lHD family against every release of its source, up to it, that
-    shares a sensitive attribute (other families and (k,e) releases included)."""
-    from sqlanon.release_lhd import related_releases
-
-    first = versions[0].parameters
-    history = [r for r, _ in related_releases(session, first["source"], first["sensitive"])]
-    results = audit_lhd_history(session, history, first["l"], first["sensitive"])
+    keys, index = np.unique(
+        np.concatenate([k for k, _, _ in reads] or [np.zeros(0, dtype=object)]).astype(str),
+        return_inverse=True,
+    )
+    n = keys.size
+    attacked = []
+    values: dict[str, _Values] = {}
+    offset = 0
+    for r, (requirement, published), (read_keys, groups, read_values) in zip(
+        chosen, promised, reads, strict=True
+    ):
+        rows = index[offset : offset + read_keys.size]
+        offset += read_keys.size
+        group = np.full(n, -1, dtype=np.int64)
+        group[rows] = groups
+        attacked.append(audit_core.AttackedRelease(group, requirement, published))
+        for a, column in read_values.items():
+            values.setdefault(a, _Values(a, n)).add(rows, column, r, keys)
+    columns = {a: v.column() for a, v in values.items()}
+    results = audit_core.audit_domain(columns, attacked)
     out = []
-    previous: np.ndarray | None = None
-    for r, result in zip(history, results, strict=True):
-        if r.family != versions[0].family:
-            continue
-        exposed = result.pop("_exposed")
-        newly = exposed if previous is None else exposed & ~previous
-        previous = exposed
-        out.append(
-            {"family": r.family, "version": r.version, **result, "newly_exposed": int(newly.sum())}
-        )
+    for position, (r, result) in enumerate(zip(chosen, results, strict=True), start=1):
+        row: dict[str, Any] = {
+            "family": r.family,
+            "version": r.version,
+            "seq": r.seq or position,
+            "model": r.model,
+            "domain": r.domain,
+            **result.counts(),
+            "subtraction_complete": result.subtraction_complete,
+        }
+        if records:
+            row["records"] = {c: keys[getattr(result, c)].tolist() for c in _COUNTS}
+        out.append(row)
     return out
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)

@@ -1,366 +1,505 @@
-"""The attacker of a (k,e) release family, replayed over its history. Pure numpy.
+"""The attacker of a domain, replayed over every release of it. Pure numpy.
 
-The attacker holds every release of the family. Quasi-identifiers are published exactly,
-so the worst case is assumed: the attacker links a record across versions. For each
-version the audit runs three checks, each naming the records it exposes:
+A domain is the people behind a source (MODELS.md, "Cells"). Its attacker holds every
+release of the domain, of every family and both models, and links them by person
+(at worst it knows every group's or class's membership). Records are numbered
+0..n-1 across the whole domain; ``values[a][i]`` is record ``i``'s true value of
+attribute ``a`` and each :class:`AttackedRelease` gives every record's group (-1:
+absent), the sensitive attributes the release published (each group's multiset of
+them is public) and its :class:`~sqlanon.models.cells.Requirement`.
 
-- ``cell`` (MODELS.md, the rule sqlanon enforces): a record's history is its group in
-  every version so far (and its absence from versions after its first); records with the
-  same history form a cell; a cell whose values hold fewer than ``k`` distinct values or
-  span less than ``e`` exposes its records. Cells only split over time and a part of a
-  failing multiset fails too, so a record this check flags stays flagged.
-- ``pairwise`` (the seeds' Definition 5, between consecutive versions): for each new group
-  ``G`` and each group ``O`` of the previous version sharing records, the records of
-  ``G ∩ O``, ``G - O`` and ``O - G`` must each satisfy (k,e) when non-empty; the records of
-  a failing part are exposed.
-- ``subtraction``: from each new group ``G`` the attacker subtracts known record sets that
-  lie wholly inside it and are pairwise disjoint: groups of earlier versions and the
-  remainders earlier subtractions left (newest version first, a version's groups before
-  its remainders, a set skipped when it meets one already taken). The multiset of what
-  remains is then known exactly, and must satisfy (k,e). This is one sound attack (it only
-  reports records whose candidate values really fail (k,e)), not the strongest one.
+After each release (each prefix of the list) three checks run, each naming the
+records it exposes:
 
-A history whose cells all satisfy (k,e) passes all three: every part the other checks
-look at is a union of cells.
+- ``cell`` (the worst case, the rule sqlanon enforces): a record's history is its group
+  in every release so far, with "absent" once it was first published; records with the
+  same history form a cell; a cell's requirement is the union (per attribute: the
+  largest number of distinct values, the largest spread) of the requirements of the
+  releases that published it. A cell whose multiset of some required attribute has
+  fewer distinct values, or a smaller spread (max - min), than required exposes its
+  records.
+- ``subtraction`` (the multiset attacker): every group of every release is a known set
+  (its records, and per published attribute its multiset). Whenever known set A's
+  records lie strictly inside known set B's and both know attribute a, B - A is known,
+  with multiset B_a - A_a; repeated to a fixed point. A record's candidates for a are
+  the intersection of the distinct values of every known set holding it that knows a;
+  fewer distinct candidates than required, or a candidate spread below the required
+  spread, exposes it.
+- ``comparison`` (seed 002's comparison attack, over every release): the same with the
+  groups only, no subtraction.
 
-Exposure is cumulative knowledge: ``VersionAudit.exposed_keys`` lists every record exposed
-at this version or an earlier one, ``newly_exposed_keys`` those first exposed here, and
-``keys_by_check`` what each check flags when run on the releases up to this version.
+The checks nest: ``comparison`` ⊆ ``subtraction`` ⊆ ``cell``. Every known set is a union
+of cells (cells refine every group, and a difference of unions of cells is one), so a
+record's candidates always contain its own cell's values: when its cell meets the
+requirement, no known set can expose it. The audit uses this to attack only the records
+of failing cells (``shortcut``), which is exact; with ``shortcut=False`` it attacks every
+record, which tests use to check the nesting itself.
+
+The subtraction works on cells, not records, and indexes known sets by the cells they
+hold, so that finding the sets inside or around a new one looks only at sets sharing a
+cell with it. Its work is bounded by ``max_derived`` derived sets per prefix (by default
+``DERIVED_PER_GROUP`` per group, within ``MIN_DERIVED``..``MAX_DERIVED``); a prefix
+that reaches it reports ``subtraction_complete=False`` (its ``by_subtraction`` is then a
+lower bound; ``by_cell``, the worst case, and so ``exposed`` stay exact).
+
+>>> from sqlanon.models.cells import Requirement
+>>> v = {"s": np.array([1887, 1887, 1740, 1485, 1977, 1902])}
+>>> v1 = AttackedRelease(np.array([0, 0, 0, 0, 0, -1]), Requirement.lhd(["s"], 3))
+>>> v2 = AttackedRelease(np.array([0, 0, 0, 0, 0, 0]), Requirement.lhd(["s"], 3))
+>>> [a.counts() for a in audit_domain(v, [v1, v2])][1]
+{'exposed': 1, 'newly_exposed': 1, 'by_cell': 1, 'by_subtraction': 1, 'by_comparison': 0}
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from numbers import Number
+from typing import Any
 
 import numpy as np
 
 from sqlanon.errors import ConfigError
-from sqlanon.models.ke import _check_parameters
+from sqlanon.models.cells import Requirement
 
-__all__ = ["CHECKS", "KeVersion", "VersionAudit", "audit_ke_history"]
+__all__ = [
+    "CHECKS",
+    "DERIVED_PER_GROUP",
+    "MAX_DERIVED",
+    "MIN_DERIVED",
+    "AttackedRelease",
+    "DomainAudit",
+    "audit_domain",
+    "candidates",
+]
 
-CHECKS = ("cell", "pairwise", "subtraction")
+CHECKS = ("cell", "subtraction", "comparison")
+
+#: The subtraction's budget per prefix, in derived known sets: this many per group,
+#: at least ``MIN_DERIVED`` and at most ``MAX_DERIVED`` (see above).
+DERIVED_PER_GROUP = 20
+MIN_DERIVED = 2_000
+MAX_DERIVED = 200_000
 
 
 @dataclass(frozen=True)
-class KeVersion:
-    """One published version: its records' keys, group ids and true sensitive values."""
+class AttackedRelease:
+    """One release as the attacker sees it: ``group[i]`` is record ``i``'s group or class
+    (-1: absent), ``requirement`` what the release promised, ``attributes`` the sensitive
+    attributes it published (the requirement's always count as published)."""
 
-    version: int
-    keys: np.ndarray
     group: np.ndarray
-    values: np.ndarray
+    requirement: Requirement
+    attributes: tuple[str, ...] = ()
+
+    @property
+    def published(self) -> frozenset[str]:
+        return frozenset(self.attributes) | frozenset(self.requirement.attributes)
 
 
 @dataclass(frozen=True)
-class VersionAudit:
-    """What the attacker learns once ``version`` is out.
+class DomainAudit:
+    """What the attacker learns from the releases up to one: per record, whether each
+    check exposes it there, ``exposed`` (any check, at this release or an earlier one)
+    and ``newly_exposed`` (first exposed here)."""
 
-    ``exposed``/``exposed_keys``: distinct records exposed at this version or before;
-    ``newly_exposed``/``newly_exposed_keys``: first exposed at this version;
-    ``by_check``/``keys_by_check``: records each check flags on the releases so far.
-    Keys are sorted strings.
-    """
+    by_cell: np.ndarray
+    by_subtraction: np.ndarray
+    by_comparison: np.ndarray
+    exposed: np.ndarray
+    newly_exposed: np.ndarray
+    subtraction_complete: bool = True
 
-    version: int
-    exposed: int
-    newly_exposed: int
-    by_check: dict[str, int]
-    exposed_keys: tuple[str, ...]
-    newly_exposed_keys: tuple[str, ...]
-    keys_by_check: dict[str, tuple[str, ...]]
+    def counts(self) -> dict[str, int]:
+        return {
+            "exposed": int(self.exposed.sum()),
+            "newly_exposed": int(self.newly_exposed.sum()),
+            "by_cell": int(self.by_cell.sum()),
+            "by_subtraction": int(self.by_subtraction.sum()),
+            "by_comparison": int(self.by_comparison.sum()),
+        }
 
 
-# ------------------------------------------------------------------------- grouped stats
-
-
-def _dense(*columns: np.ndarray) -> np.ndarray:
-    """Dense ids 0..m-1 of the rows of equal-length non-negative int64 columns."""
-    if len(columns[0]) == 0:
-        return np.zeros(0, dtype=np.int64)
-    ids = columns[0]
-    for column in columns[1:]:
-        ids = np.unique(ids, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        ids = ids * (int(column.max()) + 1) + column
-    return np.unique(ids, return_inverse=True)[1].reshape(-1).astype(np.int64)
+# ------------------------------------------------------------------------------ values
 
 
 @dataclass(frozen=True)
-class _Stats:
-    """Per label (dense 0..m-1): record count, distinct values, min and max."""
+class _Encoded:
+    """One attribute: a code per record (equal values, equal codes, Python equality:
+    ``10000 == 10000.0``) and, for numbers, each code's value (NaN for NULL)."""
 
-    count: np.ndarray
-    distinct: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
+    codes: np.ndarray
+    size: int
+    numbers: np.ndarray | None
 
-    def fails(self, k: int, e: float) -> np.ndarray:
-        return (self.count > 0) & ((self.distinct < k) | (self.high - self.low < e))
-
-
-def _stats(labels: np.ndarray, values: np.ndarray, m: int) -> _Stats:
-    """Stats of ``values`` grouped by dense ``labels`` in 0..m-1 (absent labels: count 0)."""
-    order = np.lexsort((values, labels))
-    lab = labels[order]
-    x = values[order]
-    count = np.bincount(lab, minlength=m)
-    low = np.full(m, np.inf)
-    high = np.full(m, -np.inf)
-    if len(lab):
-        first = np.r_[True, lab[1:] != lab[:-1]]
-        last = np.r_[lab[1:] != lab[:-1], True]
-        low[lab[first]] = x[first]
-        high[lab[last]] = x[last]
-        new_value = first | np.r_[True, x[1:] != x[:-1]]
-        distinct = np.bincount(lab[new_value], minlength=m)
-    else:
-        distinct = np.zeros(m, dtype=np.int64)
-    return _Stats(count, distinct, low, high)
+    @staticmethod
+    def of(name: str, column: np.ndarray | Sequence[Any]) -> _Encoded:
+        array = np.asarray(column)
+        if array.dtype.kind == "O" and all(_is_number(v) for v in array.tolist()):
+            array = np.array([np.nan if v is None else float(v) for v in array.tolist()])
+        if array.dtype.kind in "biuf":
+            x = array.astype(np.float64)
+            uniques, codes = np.unique(x, return_inverse=True)
+            return _Encoded(codes.reshape(-1).astype(np.int64), uniques.size, uniques)
+        if array.dtype.kind not in "OUS":
+            raise ConfigError(f"values of {name!r}: unsupported type {array.dtype}")
+        index: dict[Any, int] = {}
+        codes = np.array([index.setdefault(v, len(index)) for v in array.tolist()], np.int64)
+        return _Encoded(codes, len(index), None)
 
 
-def _failing(labels: np.ndarray, values: np.ndarray, k: int, e: float) -> np.ndarray:
-    """Records (label >= 0) whose label's set of values fails (k,e)."""
-    member = labels >= 0
-    out = np.zeros(len(labels), dtype=bool)
-    if not member.any():
-        return out
-    dense = np.unique(labels[member], return_inverse=True)[1].reshape(-1)
-    fails = _stats(dense, values[member], int(dense.max()) + 1).fails(k, e)
-    out[member] = fails[dense]
-    return out
+def _is_number(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, Number | Decimal) and not isinstance(value, bool | np.bool_)
+    )
 
 
-# ---------------------------------------------------------------------------- the checks
+def _decoder(column: np.ndarray | Sequence[Any], encoded: _Encoded) -> list[Any]:
+    """The value of each code (the first record holding it)."""
+    array = np.asarray(column)
+    first = np.full(encoded.size, -1, dtype=np.int64)
+    order = np.arange(encoded.codes.size)[::-1]
+    first[encoded.codes[order]] = order
+    return [array[i].item() if hasattr(array[i], "item") else array[i] for i in first]
 
 
-def _cell_ids(previous: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Cells after this version: dense (previous cell, group or absent); -1 = unpublished."""
-    seen = (previous >= 0) | (group >= 0)
-    cell = np.full(len(group), -1, dtype=np.int64)
-    cell[seen] = _dense(previous[seen] + 1, group[seen] + 1)
-    return cell
+def _spread(encoded: _Encoded, codes: Any) -> float:
+    """max - min of the numbers of ``codes`` (NULLs ignored; 0 when none)."""
+    if encoded.numbers is None:
+        return 0.0
+    x = encoded.numbers[np.fromiter(codes, dtype=np.int64)]
+    x = x[~np.isnan(x)]
+    return float(x.max() - x.min()) if x.size else 0.0
 
 
-def _rest_fails(
-    outer: np.ndarray, part: np.ndarray, values: np.ndarray, k: int, e: float
-) -> np.ndarray:
-    """Records exposed because ``X - Y`` fails, for X a group of ``outer`` and Y a group of
-    ``part`` that share records (``part`` -1: the record is not in the other version).
-
-    ``X - Y`` is the union of X's parts other than Y; its distinct values are X's minus the
-    values found only in part Y, and its min/max come from the two smallest part minima and
-    the two largest part maxima of X.
-    """
-    out = np.zeros(len(outer), dtype=bool)
-    member = outer >= 0
-    if not member.any():
-        return out
-    x = np.unique(outer[member], return_inverse=True)[1].reshape(-1).astype(np.int64)
-    y = part[member]
-    v = values[member]
-    value_id = np.unique(v, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    pair = _dense(x, y + 1)
-    n_pairs = int(pair.max()) + 1
-    pair_x = np.zeros(n_pairs, dtype=np.int64)
-    pair_y = np.zeros(n_pairs, dtype=np.int64)
-    pair_x[pair] = x
-    pair_y[pair] = y
-
-    x_stats = _stats(x, v, int(x.max()) + 1)
-    pair_stats = _stats(pair, v, n_pairs)
-    # Values of X found only in part Y: count in (X, Y, value) equals count in (X, value).
-    xv = _dense(x, value_id)
-    pv = _dense(pair, value_id)
-    xv_count = np.bincount(xv)
-    pv_count = np.bincount(pv)
-    pv_pair = np.zeros(len(pv_count), dtype=np.int64)
-    pv_xv = np.zeros(len(pv_count), dtype=np.int64)
-    pv_pair[pv] = pair
-    pv_xv[pv] = xv
-    only_here = pv_count == xv_count[pv_xv]
-    exclusive = np.bincount(pv_pair[only_here], minlength=n_pairs)
-
-    rest_count = x_stats.count[pair_x] - pair_stats.count
-    rest_distinct = x_stats.distinct[pair_x] - exclusive
-    rest_low = _leave_one_out(pair_x, pair_stats.low, smallest=True)
-    rest_high = _leave_one_out(pair_x, pair_stats.high, smallest=False)
-    fails = (pair_y >= 0) & (rest_count > 0) & ((rest_distinct < k) | (rest_high - rest_low < e))
-
-    # A record of X is exposed by a failing pair (X, Y) unless it lies in Y itself.
-    n_x = int(x.max()) + 1
-    failing_count = np.bincount(pair_x[fails], minlength=n_x)
-    failing_y = np.full(n_x, -2, dtype=np.int64)
-    failing_y[pair_x[fails]] = pair_y[fails]
-    exposed = (failing_count[x] >= 2) | ((failing_count[x] == 1) & (failing_y[x] != y))
-    out[member] = exposed
-    return out
+# ------------------------------------------------------------------------------- cells
 
 
-def _leave_one_out(owner: np.ndarray, value: np.ndarray, smallest: bool) -> np.ndarray:
-    """For each item, the min (or max) of ``value`` over the other items of its owner."""
-    key = value if smallest else -value
-    order = np.lexsort((key, owner))
-    o = owner[order]
-    first = np.r_[True, o[1:] != o[:-1]]
-    first_index = np.maximum.accumulate(np.where(first, np.arange(len(o)), 0))
-    second_index = np.minimum(first_index + 1, len(o) - 1)
-    has_second = (first_index + 1 < len(o)) & (o[second_index] == o)
-    best = key[order][first_index]
-    runner_up = np.where(has_second, key[order][second_index], np.inf)
-    sorted_result = np.where(first, runner_up, best)
-    result = np.empty(len(o))
-    result[order] = sorted_result
-    return result if smallest else -result
+@dataclass
+class _Cells:
+    """Every record's cell (-1: not published yet) and each cell's requirement per
+    attribute (``need_distinct``, ``need_spread``: cells x attributes)."""
+
+    cell: np.ndarray
+    need_distinct: np.ndarray
+    need_spread: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.need_distinct.shape[0])
+
+    def then(self, group: np.ndarray, distinct: np.ndarray, spread: np.ndarray) -> _Cells:
+        """After one more release: new cell = (old cell or "new", group or absent) for
+        every record published by now; a published cell adds the release's requirement."""
+        seen = (self.cell >= 0) | (group >= 0)
+        dense_group = np.full(group.size, -1, dtype=np.int64)
+        published = group >= 0
+        dense_group[published] = np.unique(group[published], return_inverse=True)[1]
+        width = int(dense_group.max()) + 2 if group.size else 1
+        key = (self.cell[seen] + 1) * width + (dense_group[seen] + 1)
+        keys, inverse = np.unique(key, return_inverse=True)
+        cell = np.full(group.size, -1, dtype=np.int64)
+        cell[seen] = inverse.reshape(-1)
+        old = keys // width - 1
+        in_group = keys % width - 1 >= 0
+        pad_d = np.vstack([self.need_distinct, np.zeros_like(distinct)[None, :]])
+        pad_s = np.vstack([self.need_spread, np.zeros_like(spread)[None, :]])
+        need_d = pad_d[np.where(old >= 0, old, self.count)]
+        need_s = pad_s[np.where(old >= 0, old, self.count)]
+        need_d[in_group] = np.maximum(need_d[in_group], distinct)
+        need_s[in_group] = np.maximum(need_s[in_group], spread)
+        return _Cells(cell, need_d, need_s)
 
 
-def _pairwise(
-    previous: np.ndarray, group: np.ndarray, values: np.ndarray, k: int, e: float
-) -> np.ndarray:
-    both = (previous >= 0) & (group >= 0)
-    exposed = np.zeros(len(group), dtype=bool)
-    if both.any():
-        both_ids = np.where(both, 0, -1)
-        both_ids[both] = _dense(group[both], previous[both])
-        exposed |= _failing(both_ids, values, k, e)
-    exposed |= _rest_fails(group, previous, values, k, e)
-    exposed |= _rest_fails(previous, group, values, k, e)
-    return exposed
-
-
-def _subtraction(
-    group: np.ndarray, known: list[np.ndarray], values: np.ndarray, k: int, e: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Records exposed by subtraction, and the remainders (labels) it leaves as known sets.
-
-    ``known``: label arrays (-1 = outside), each a family of disjoint known sets, in the
-    order the attacker tries them.
-    """
-    taken = np.zeros(len(group), dtype=bool)
-    for labels in known:
-        member = labels >= 0
-        if not member.any():
+def _failing_cells(cells: _Cells, attributes: Sequence[str], encoded: list[_Encoded]) -> np.ndarray:
+    """Cells whose own multiset misses their requirement."""
+    failing = np.zeros(cells.count, dtype=bool)
+    member = cells.cell >= 0
+    ids = cells.cell[member]
+    for j, a in enumerate(attributes):
+        need_d, need_s = cells.need_distinct[:, j], cells.need_spread[:, j]
+        if not (need_d > 0).any() and not (need_s > 0).any():
             continue
-        lab = labels[member]
-        size = int(lab.max()) + 1
-        target = group[member]
-        low = np.full(size, np.iinfo(np.int64).max)
-        high = np.full(size, -2, dtype=np.int64)
-        np.minimum.at(low, lab, target)
-        np.maximum.at(high, lab, target)
-        clash = np.bincount(lab[taken[member]], minlength=size) > 0
-        inside = (low == high) & (low >= 0) & ~clash
-        taken[member] |= inside[lab]
-    published = group >= 0
-    remainder = np.where(published & ~taken, group, -1)
-    exposed = _failing(remainder, values, k, e)
-    # Only a group that lost something leaves a new known set.
-    touched = np.zeros(int(group.max()) + 2, dtype=bool)
-    touched[group[published & taken]] = True
-    remainder[~touched[np.maximum(remainder, 0)]] = -1
-    return exposed, remainder
+        enc = encoded[j]
+        codes = enc.codes[member]
+        pairs = np.unique(ids * enc.size + codes)
+        failing |= np.bincount(pairs // enc.size, minlength=cells.count) < need_d
+        if (need_s > 0).any():
+            if enc.numbers is None:
+                raise ConfigError(f"a spread is required of {a!r}, which is not numeric")
+            x = enc.numbers[codes]
+            low = np.full(cells.count, np.inf)
+            high = np.full(cells.count, -np.inf)
+            np.fmin.at(low, ids, x)
+            np.fmax.at(high, ids, x)
+            failing |= np.where(high >= low, high - low, 0.0) < need_s
+    return failing
 
 
-# ------------------------------------------------------------------------------ the audit
+# ------------------------------------------------------------------------- known sets
+
+_Known = dict[frozenset[int], frozenset[str]]  # a set of cells -> the attributes it knows
 
 
-def _columns(version: KeVersion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    keys = np.asarray(version.keys).astype(str)
-    group = np.asarray(version.group)
-    values = np.asarray(version.values)
-    n = len(keys)
-    if keys.ndim != 1 or group.shape != (n,) or values.shape != (n,):
-        raise ConfigError(
-            f"version {version.version}: keys, group and values must be 1-D of one length; "
-            f"got {keys.shape}, {group.shape}, {values.shape}"
-        )
-    if n and group.dtype.kind not in "iu":
-        raise ConfigError(f"version {version.version}: group ids must be integers")
-    group = group.astype(np.int64)
-    if (group < 0).any():
-        raise ConfigError(
-            f"version {version.version}: {int((group < 0).sum())} published records have a "
-            "negative group id; pass only published records"
-        )
-    if n and values.dtype.kind not in "biuf":
-        raise ConfigError(f"version {version.version}: values must be numeric")
-    values = values.astype(np.float64)
-    if not np.isfinite(values).all():
-        raise ConfigError(f"version {version.version}: values hold NaN or infinite entries")
-    unique, counts = np.unique(keys, return_counts=True)
-    if (counts > 1).any():
-        raise ConfigError(
-            f"version {version.version}: key {unique[counts > 1][0]!r} is published "
-            f"{int(counts.max())} times; keys must identify records"
-        )
-    return keys, group, values
+def _group_sets(cells: _Cells, releases: Sequence[AttackedRelease]) -> _Known:
+    """Every group of every release as the set of cells it holds (equal sets merged)."""
+    known: _Known = {}
+    for r in releases:
+        published = r.group >= 0
+        if not published.any():
+            continue
+        group = np.unique(r.group[published], return_inverse=True)[1].reshape(-1)
+        pairs = np.unique(group.astype(np.int64) * cells.count + cells.cell[published])
+        bounds = np.flatnonzero(np.r_[True, np.diff(pairs // cells.count) != 0, True])
+        members = (pairs % cells.count).tolist()
+        attributes = r.published
+        ends = bounds.tolist()
+        for start, end in zip(ends[:-1], ends[1:], strict=True):
+            cell_set = frozenset(members[start:end])
+            known[cell_set] = known.get(cell_set, frozenset()) | attributes
+    return known
 
 
-def audit_ke_history(history: Sequence[KeVersion], k: int, e: float) -> list[VersionAudit]:
-    """Replay the attacker over ``history`` (oldest first); one ``VersionAudit`` per version.
+def _subtract_to_fixed_point(groups: _Known, max_derived: int) -> tuple[_Known, bool]:
+    """Add B - A for known A strictly inside known B (sharing attributes) until nothing
+    new comes, or ``max_derived`` sets were added (then False).
 
-    Raises ``ConfigError`` for malformed versions, versions out of order, or a record
-    whose true value differs between versions (the cell model assumes S never changes).
+    Sets are processed in the order they became known (the groups, then what one
+    subtraction gives, then two...): measured on independent re-releases of the seeds'
+    experiment, a budget of a few sets per group then already reaches the candidates of
+    the whole fixed point, while the fixed point itself grows about twofold per release.
+    Each set, when processed, is compared with the sets processed before it: those inside
+    it are registered under their least cell (which it must hold), those around it all
+    hold its rarest cell. So every pair is looked at once; a set whose attributes grow
+    is processed again.
     """
-    k, e = _check_parameters(k, e, min_k=1)
-    columns = [_columns(version) for version in history]
-    numbers = [int(version.version) for version in history]
-    if any(b <= a for a, b in zip(numbers, numbers[1:], strict=False)):
-        raise ConfigError(f"versions must be strictly increasing; got {numbers}")
-    if not columns:
-        return []
-    all_keys, record = np.unique(np.concatenate([c[0] for c in columns]), return_inverse=True)
-    record = record.reshape(-1)
-    n = len(all_keys)
-    values = np.full(n, np.nan)
-    offset = 0
-    placed: list[tuple[np.ndarray, np.ndarray]] = []
-    for (keys, group, vals), number in zip(columns, numbers, strict=True):
-        idx = record[offset : offset + len(keys)]
-        offset += len(keys)
-        seen = ~np.isnan(values[idx])
-        changed = seen & (values[idx] != vals)
-        if changed.any():
-            raise ConfigError(
-                f"version {number}: record {keys[changed][0]!r} has S={vals[changed][0]:g}, "
-                f"published earlier as {values[idx][changed][0]:g}; the audit assumes S is "
-                "fixed per record"
-            )
-        values[idx] = vals
-        dense_group = np.unique(group, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        placed.append((idx, dense_group))
+    known = dict(groups)
+    queue = deque(known)
+    by_cell: dict[int, list[frozenset[int]]] = {}
+    by_least: dict[int, list[frozenset[int]]] = {}
+    processed: set[frozenset[int]] = set()
+    derived = 0
+    while queue:
+        x = queue.popleft()
+        known_x, size = known[x], len(x)
+        found = []
+        for c in x:
+            for s in by_least.get(c, ()):
+                if len(s) < size and s < x:
+                    found.append((x - s, known_x & known[s]))
+        rare = min(x, key=lambda c: len(by_cell.get(c, ())))
+        for s in by_cell.get(rare, ()):
+            if len(s) > size and x < s:
+                found.append((s - x, known_x & known[s]))
+        if x not in processed:
+            processed.add(x)
+            by_least.setdefault(min(x), []).append(x)
+            for c in x:
+                by_cell.setdefault(c, []).append(x)
+        for difference, attributes in found:
+            if not attributes:
+                continue
+            before = known.get(difference)
+            if before is None:
+                if derived >= max_derived:
+                    return known, False
+                derived += 1
+                known[difference] = attributes
+                queue.append(difference)
+            elif not attributes <= before:
+                known[difference] = before | attributes
+                queue.append(difference)
+    return known, True
 
-    audits: list[VersionAudit] = []
-    exposed_so_far = np.zeros(n, dtype=bool)
-    cell = np.full(n, -1, dtype=np.int64)
-    previous: np.ndarray | None = None
-    known: list[np.ndarray] = []  # newest first: groups, then remainders, per version
-    for number, (idx, dense_group) in zip(numbers, placed, strict=True):
-        group = np.full(n, -1, dtype=np.int64)
-        group[idx] = dense_group
-        cell = _cell_ids(cell, group)
-        flags = {"cell": _failing(cell, values, k, e)}
-        flags["pairwise"] = (
-            _pairwise(previous, group, values, k, e)
-            if previous is not None
-            else np.zeros(n, dtype=bool)
-        )
-        flags["subtraction"], remainder = _subtraction(group, known, values, k, e)
-        known = [group, remainder, *known]
-        previous = group
 
-        now = flags["cell"] | flags["pairwise"] | flags["subtraction"]
-        newly = now & ~exposed_so_far
-        exposed_so_far |= now
-        audits.append(
-            VersionAudit(
-                version=number,
-                exposed=int(exposed_so_far.sum()),
-                newly_exposed=int(newly.sum()),
-                by_check={name: int(flags[name].sum()) for name in CHECKS},
-                exposed_keys=tuple(all_keys[exposed_so_far].tolist()),
-                newly_exposed_keys=tuple(all_keys[newly].tolist()),
-                keys_by_check={name: tuple(all_keys[flags[name]].tolist()) for name in CHECKS},
-            )
-        )
-    return audits
+@dataclass
+class _Attack:
+    """Candidates of chosen cells against a collection of known sets."""
+
+    known: _Known
+    attributes: Sequence[str]
+    encoded: list[_Encoded]
+    cell_codes: list[list[frozenset[int]]]
+    _codes: dict[tuple[frozenset[int], int], frozenset[int]] = field(default_factory=dict)
+
+    def sets_holding(self, cells: Sequence[int]) -> dict[int, list[frozenset[int]]]:
+        wanted = set(cells)
+        holding: dict[int, list[frozenset[int]]] = {c: [] for c in cells}
+        for s in self.known:
+            for c in s & wanted if len(s) > len(wanted) else (c for c in s if c in wanted):
+                holding[c].append(s)
+        return holding
+
+    def codes(self, s: frozenset[int], j: int) -> frozenset[int]:
+        found = self._codes.get((s, j))
+        if found is None:
+            per_cell = self.cell_codes[j]
+            found = frozenset().union(*(per_cell[c] for c in s))
+            self._codes[(s, j)] = found
+        return found
+
+    def candidates(self, j: int, holding: Sequence[frozenset[int]]) -> frozenset[int] | None:
+        a = self.attributes[j]
+        out: frozenset[int] | None = None
+        for s in holding:
+            if a in self.known[s]:
+                codes = self.codes(s, j)
+                out = codes if out is None else out & codes
+        return out
+
+    def exposed(self, cells: _Cells, chosen: np.ndarray) -> np.ndarray:
+        """Which ``chosen`` cells some attribute's candidates leave below requirement."""
+        out = np.zeros(cells.count, dtype=bool)
+        holding = self.sets_holding(chosen.tolist())
+        for c in chosen.tolist():
+            for j in range(len(self.attributes)):
+                need_d = int(cells.need_distinct[c, j])
+                need_s = float(cells.need_spread[c, j])
+                if need_d <= 0 and need_s <= 0:
+                    continue
+                found = self.candidates(j, holding[c])
+                if found is None:
+                    continue
+                if len(found) < need_d or (need_s > 0 and _spread(self.encoded[j], found) < need_s):
+                    out[c] = True
+                    break
+        return out
+
+
+def _cell_codes(cells: _Cells, encoded: list[_Encoded]) -> list[list[frozenset[int]]]:
+    """Per attribute, each cell's set of value codes."""
+    member = cells.cell >= 0
+    ids = cells.cell[member]
+    out = []
+    for enc in encoded:
+        pairs = np.unique(ids * enc.size + enc.codes[member])
+        owner = pairs // enc.size
+        bounds = np.searchsorted(owner, np.arange(cells.count + 1))
+        codes = (pairs % enc.size).tolist()
+        out.append([frozenset(codes[bounds[c] : bounds[c + 1]]) for c in range(cells.count)])
+    return out
+
+
+# ---------------------------------------------------------------------------- the audit
+
+
+def _validate(
+    values: Mapping[str, np.ndarray | Sequence[Any]], releases: Sequence[AttackedRelease]
+) -> tuple[int, list[str], list[np.ndarray]]:
+    groups = [np.asarray(r.group) for r in releases]
+    sizes = {g.shape for g in groups}
+    if len(sizes) > 1 or any(g.ndim != 1 for g in groups):
+        raise ConfigError(f"every release needs one group per record; got shapes {sorted(sizes)}")
+    if any(g.size and g.dtype.kind not in "iu" for g in groups):
+        raise ConfigError("group ids must be integers (-1: absent)")
+    n = groups[0].size if groups else 0
+    attributes = sorted(set().union(*(r.published for r in releases)) if releases else set())
+    for a in attributes:
+        if a not in values:
+            raise ConfigError(f"a release published {a!r}: the audit needs its values")
+        if len(values[a]) != n:
+            raise ConfigError(f"values of {a!r} must have one entry per record ({n})")
+    return n, attributes, [g.astype(np.int64) for g in groups]
+
+
+def _budget(groups: int) -> int:
+    return min(MAX_DERIVED, max(MIN_DERIVED, DERIVED_PER_GROUP * groups))
+
+
+def _requirement_rows(
+    r: AttackedRelease, attributes: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    distinct = np.array([r.requirement.distinct.get(a, 0) for a in attributes], dtype=np.int64)
+    spread = np.array([r.requirement.spread.get(a, 0.0) for a in attributes], dtype=np.float64)
+    return distinct, spread
+
+
+def audit_domain(
+    values: Mapping[str, np.ndarray | Sequence[Any]],
+    releases: Sequence[AttackedRelease],
+    *,
+    shortcut: bool = True,
+    max_derived: int | None = None,
+) -> list[DomainAudit]:
+    """One :class:`DomainAudit` per prefix of ``releases`` (the attacker holding
+    releases 1..t), for the records 0..n-1 of the domain (see the module docstring)."""
+    n, attributes, groups = _validate(values, releases)
+    encoded = [_Encoded.of(a, values[a]) for a in attributes]
+    cells = _Cells(
+        np.full(n, -1, dtype=np.int64),
+        np.zeros((0, len(attributes)), dtype=np.int64),
+        np.zeros((0, len(attributes)), dtype=np.float64),
+    )
+    exposed = np.zeros(n, dtype=bool)
+    out = []
+    for t, r in enumerate(releases):
+        cells = cells.then(groups[t], *_requirement_rows(r, attributes))
+        failing = _failing_cells(cells, attributes, encoded)
+        chosen = np.flatnonzero(failing) if shortcut else np.arange(cells.count)
+        by_comparison = np.zeros(cells.count, dtype=bool)
+        by_subtraction = np.zeros(cells.count, dtype=bool)
+        complete = True
+        if chosen.size:
+            prefix = [
+                AttackedRelease(g, x.requirement, x.attributes)
+                for g, x in zip(groups[: t + 1], releases[: t + 1], strict=True)
+            ]
+            group_sets = _group_sets(cells, prefix)
+            codes = _cell_codes(cells, encoded)
+            by_comparison = _Attack(group_sets, attributes, encoded, codes).exposed(cells, chosen)
+            budget = _budget(len(group_sets)) if max_derived is None else max_derived
+            known, complete = _subtract_to_fixed_point(group_sets, budget)
+            by_subtraction = _Attack(known, attributes, encoded, codes).exposed(cells, chosen)
+        # Per record (cell -1, never published: the appended False).
+        flags = [
+            np.append(per_cell, False)[cells.cell]
+            for per_cell in (failing, by_subtraction, by_comparison)
+        ]
+        now = exposed | flags[0] | flags[1] | flags[2]
+        out.append(DomainAudit(flags[0], flags[1], flags[2], now, now & ~exposed, complete))
+        exposed = now
+    return out
+
+
+def candidates(
+    values: Mapping[str, np.ndarray | Sequence[Any]],
+    releases: Sequence[AttackedRelease],
+    attack: str = "subtraction",
+    *,
+    max_derived: int | None = None,
+) -> dict[str, list[frozenset[Any] | None]]:
+    """What the attacker holding all of ``releases`` narrows each record's value of each
+    published attribute to (``attack``: "subtraction" or "comparison"); None where no
+    release published that attribute of the record."""
+    if attack not in ("subtraction", "comparison"):
+        raise ConfigError(f"attack must be 'subtraction' or 'comparison', not {attack!r}")
+    n, attributes, groups = _validate(values, releases)
+    encoded = [_Encoded.of(a, values[a]) for a in attributes]
+    cells = _Cells(
+        np.full(n, -1, dtype=np.int64),
+        np.zeros((0, len(attributes)), dtype=np.int64),
+        np.zeros((0, len(attributes)), dtype=np.float64),
+    )
+    for g, r in zip(groups, releases, strict=True):
+        cells = cells.then(g, *_requirement_rows(r, attributes))
+    prefix = [
+        AttackedRelease(g, r.requirement, r.attributes)
+        for g, r in zip(groups, releases, strict=True)
+    ]
+    known = _group_sets(cells, prefix)
+    if attack == "subtraction":
+        budget = _budget(len(known)) if max_derived is None else max_derived
+        known, _ = _subtract_to_fixed_point(known, budget)
+    attack_sets = _Attack(known, attributes, encoded, _cell_codes(cells, encoded))
+    holding = attack_sets.sets_holding(list(range(cells.count)))
+    out: dict[str, list[frozenset[Any] | None]] = {}
+    for j, a in enumerate(attributes):
+        decode = _decoder(values[a], encoded[j])
+        per_cell = []
+        for c in range(cells.count):
+            found = attack_sets.candidates(j, holding[c])
+            per_cell.append(None if found is None else frozenset(decode[v] for v in found))
+        out[a] = [per_cell[c] if c >= 0 else None for c in cells.cell.tolist()]
+    return out

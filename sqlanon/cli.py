@@ -120,7 +120,11 @@ def _audit(args: argparse.Namespace) -> None:
     from sqlanon.api import audit
 
     with connect(args.db) as con:
-        print_table(audit(con, args.family))
+        rows = audit(con, args.family, records=args.records)
+    if args.records:
+        print(json.dumps(rows, indent=2))
+    else:
+        print_table(rows)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -266,9 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--dialect", default="duckdb", help="with --explain: target SQL dialect")
     query.set_defaults(run=_query)
 
-    audit = commands.add_parser("audit", help="replay an attacker over every version")
+    audit = commands.add_parser(
+        "audit", help="replay an attacker over every release of the family's domain"
+    )
     audit.add_argument("--db", required=True)
     audit.add_argument("family")
+    audit.add_argument(
+        "--records", action="store_true", help="print JSON with the exposed keys (owner only)"
+    )
     audit.set_defaults(run=_audit)
 
     report = commands.add_parser(

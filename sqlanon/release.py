@@ -245,11 +245,14 @@ class DomainScope:
         # Version NULL when there is nothing before: the join to sqlanon.members is
         # constant false and never reads it (with version 0 PostgreSQL would scan the
         # BRIN ranges that autovacuum has not summarized yet).
+        own = last is not None and self.last is not None and self.last.family == family
+        other = None if own else self.last
         return [
             family,
             None if last is None else last.version,
-            None if self.last is None else self.last.family,
-            None if self.last is None else self.last.version,
+            None if other is None else other.family,
+            None if other is None else other.version,
+            1 if own else 0,
         ]
 
     def prior(
@@ -702,5 +705,7 @@ def _summary(release: catalog.Release) -> dict[str, Any]:
         "groups": release.groups,
         "sum_of_errors": release.sum_of_errors,
         "source_rows": release.source_rows,
+        "domain": release.domain,
+        "seq": release.seq,
         **release.metrics,
     }

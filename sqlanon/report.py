@@ -1,9 +1,12 @@
 """One self-contained HTML page per release family: its versions, what they cost, how
 they answer queries.
 
-The page holds a table of every version (rows, what was held back or suppressed,
-groups or classes, the model's own quality measures, and the audit's exposed records)
-and PNG charts embedded as ``data:`` URIs, so the single file can be mailed or archived:
+The page opens with a warning block when the audit of the family's domain (every
+release of the people behind its source, :mod:`sqlanon.report_audit`) exposes records.
+It holds a table of every version (rows, what was held back or suppressed, groups or
+classes, the model's own quality measures, and the audit's exposed records), the rows
+each version left out and why, and PNG charts embedded as ``data:`` URIs, so the single
+file can be mailed or archived:
 
 - (k,e): each group's [min, max] of the published sensitive values, one panel per
   version; lHD: the class sizes of each version.
@@ -34,6 +37,7 @@ from sqlglot import exp
 from sqlanon import catalog, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, SqlanonError
+from sqlanon.report_audit import AuditSection, audit_section, waiting_section
 
 WORKLOAD_SIZE = 30
 WORKLOAD_SEED = 20240601
@@ -82,7 +86,7 @@ def render_report(session: Session, family: str) -> str:
             [family],
         )
     )
-    exposed, audit_note = _audit(session, family)
+    audit = audit_section(session, family)
     model = versions[0].model
     if model == "ke":
         spread = _group_ranges_chart(session, versions, figure_class)
@@ -100,26 +104,18 @@ def render_report(session: Session, family: str) -> str:
         width_chart = None
         refused = refused or "no workload query matched a published row"
     rows = [
-        _version_row(r, created.get(r.version), exposed.get(r.version), w, width_chart is not None)
+        _version_row(
+            r, created.get(r.version), audit.exposed.get(r.version), w, width_chart is not None
+        )
         for r, w in zip(versions, widths, strict=True)
     ]
+    waiting = waiting_section(session, versions)
     return _page(
-        family, versions, rows, audit_note, spread_title, spread, width_chart, refused, queries
+        family, versions, rows, audit, waiting, spread_title, spread, width_chart, refused, queries
     )
 
 
 # ------------------------------------------------------------------------------ data
-
-
-def _audit(session: Session, family: str) -> tuple[dict[int, int], str]:
-    """Exposed records per version, or why the audit could not run (e.g. source gone)."""
-    from sqlanon.audit import audit_family
-
-    try:
-        rows = audit_family(session, family)
-    except SqlanonError as exc:
-        return {}, f"The audit could not run: {exc}"
-    return {int(r["version"]): int(r["exposed"]) for r in rows}, ""
 
 
 def _version_row(
@@ -131,9 +127,8 @@ def _version_row(
         "created at": created,
         "rows": r.source_rows,
         "published": r.rows_published,
-        "held back" if r.model == "ke" else "suppressed": (
-            r.held_back if r.model == "ke" else r.suppressed
-        ),
+        "held back": r.held_back,
+        "suppressed": r.suppressed,
         "groups" if r.model == "ke" else "classes": r.groups,
     }
     if r.model == "ke":
@@ -398,6 +393,8 @@ th { background: #f2f2f2; }
 img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
 code { background: #f6f6f6; padding: 0 0.2em; }
 .note { color: #a33; }
+.warning { border: 3px solid #c00; background: #fff0f0; padding: 0.5em 1.2em; margin: 1em 0; }
+.warning h2 { color: #c00; margin-top: 0.3em; }
 """
 
 
@@ -415,7 +412,8 @@ def _page(
     family: str,
     versions: list[catalog.Release],
     rows: list[dict[str, Any]],
-    audit_note: str,
+    audit: AuditSection,
+    waiting: str,
     spread_title: str,
     spread_png: str,
     width_png: str | None,
@@ -438,7 +436,6 @@ def _page(
         f"<li><code>{e(qy.sql(sample, _sensitive(first), 'duckdb'))}</code></li>"
         for qy in queries[:4]
     )
-    note = f'<p class="note">{e(audit_note)}</p>' if audit_note else ""
     if width_png is None:
         widths = f'<p class="note">Not available: {e(refused)}.</p>'
     else:
@@ -455,8 +452,10 @@ def _page(
 </head>
 <body>
 <h1>Release family <code>{e(family)}</code></h1>
+{audit.warning}
 <p>{e(model)} releases of <code>{e(first.source)}</code>: {e(params)}.
 {len(versions)} version(s); the newest is <code>{e(versions[-1].table_name)}</code>.</p>
+{audit.note}
 <h2>Versions</h2>
 <table id="versions">
 <thead><tr>{header}</tr></thead>
@@ -464,9 +463,9 @@ def _page(
 {body}
 </tbody>
 </table>
-{note}
-<p>"audit: exposed" counts the records an attacker holding every version up to that one
-can pin down (<code>sqlanon audit</code>).</p>
+<p>"audit: exposed" counts the records an attacker holding every release of the domain
+up to that version (every family, both models) can pin down (<code>sqlanon audit</code>).</p>
+{waiting}
 <h2>{e(spread_title)}</h2>
 <img id="spread" alt="{e(spread_title)}" src="data:image/png;base64,{spread_png}">
 <h2>Interval width of a fixed query workload</h2>

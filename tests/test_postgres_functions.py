@@ -97,6 +97,9 @@ def test_release_ke_twice_with_an_append_matches_duckdb_in_shape(adult: Any) -> 
     second = one(adult, RELEASE_KE)
     assert second["version"] == 2 and second["source_rows"] == 1427
     assert [a["exposed"] for a in one(adult, "SELECT sqlanon.audit('adult_ke')")] == [0, 0]
+    audit = one(adult, "SELECT sqlanon.audit('adult_ke', true)")
+    assert [a["records"]["exposed"] for a in audit] == [[], []]
+    assert "records" not in one(adult, "SELECT sqlanon.audit('adult_ke', false)")[0]
 
     duck = duckdb.connect()
     sqlanon.install(duck)
@@ -366,10 +369,12 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             "SELECT * FROM adult",
             "SELECT * FROM public.adult",
             "SELECT * FROM sqlanon.members",
+            "SELECT * FROM sqlanon.cells",
             "SELECT * FROM sqlanon.releases",
             "SELECT * FROM sqlanon.hierarchies",
             RELEASE_KE,
             "SELECT sqlanon.audit('adult_ke')",
+            "SELECT sqlanon.audit('adult_ke', true)",
             "SELECT sqlanon._release_ke('public', 'adult', 'x', 'id', 'capital_loss',"
             " ARRAY['age'], 5, 20, 'auto', NULL, NULL)",
             "SELECT sqlanon.load_hierarchies('adult', '/etc')",
@@ -567,3 +572,45 @@ def test_a_release_that_cannot_get_the_lock_in_time_fails_clearly(adult: Any, pg
                 second.execute(RELEASE_KE)
         first.commit()
     assert adult.execute("SELECT version FROM sqlanon.releases").fetchall() == [(1,)]
+
+
+def test_families_and_models_of_one_source_compose_on_postgres(
+    installed: Any, pg_conn: Any
+) -> None:
+    """Issue 10, case 2, through the SQL functions: the lHD classes are cells the (k,e)
+    release keeps whole; a filtered view of the source is refused, nothing written."""
+    pg_conn.execute("CREATE TABLE src (id integer, age integer, sex text, v integer)")
+    pg_conn.execute(
+        "INSERT INTO src VALUES (1, 30, 'M', 100), (2, 30, 'F', 900), (3, 50, 'M', 110), "
+        "(4, 50, 'F', 910)"
+    )
+    pg_conn.execute("SELECT sqlanon.hierarchy_widths('src', 'age', ARRAY[10, 20])")
+    one(
+        pg_conn,
+        "SELECT sqlanon.release_lhd('public.src', 'a', key => 'id', quasi => ARRAY['age'],"
+        " sensitive => ARRAY['v'], l => 2)",
+    )
+    one(
+        pg_conn,
+        "SELECT sqlanon.release_ke('public.src', 'b', key => 'id', quasi => ARRAY['age', 'sex'],"
+        " sensitive => 'v', k => 2, e => 5)",
+    )
+    rows = pg_conn.execute(
+        "SELECT family, record_key, group_id FROM sqlanon.members ORDER BY 1, 2"
+    ).fetchall()
+    groups = {(f, k): g for f, k, g in rows}
+    for family in ("a", "b"):
+        assert groups[(family, "1")] == groups[(family, "2")]
+        assert groups[(family, "3")] == groups[(family, "4")]
+    assert pg_conn.execute(
+        "SELECT family, domain, seq FROM sqlanon.releases ORDER BY seq"
+    ).fetchall() == [("a", "public.src", 1), ("b", "public.src", 2)]
+    pg_conn.execute("CREATE VIEW young AS SELECT * FROM src WHERE age < 40")
+    before = catalog_counts(pg_conn)
+    with pytest.raises(errors.ExternalRoutineException, match="are not in public.young"):
+        pg_conn.execute(
+            "SELECT sqlanon.release_ke('public.young', 'c', key => 'id', quasi => ARRAY['age'],"
+            " sensitive => 'v', k => 2, e => 5)"
+        )
+    pg_conn.rollback()
+    assert catalog_counts(pg_conn) == before

@@ -76,8 +76,10 @@ def test_client_and_server_publish_the_same_versions(people: Any) -> None:
         by_server = server_release(people, "server_ke")
         assert by_client["version"] == by_server["version"] == version
         assert by_client["rows_published"] == last
-        assert {k: v for k, v in by_client.items() if k not in ("family", "table")} == {
-            k: v for k, v in by_server.items() if k not in ("family", "table")
+        # Both families release one source: one domain, in which each has its own seq.
+        assert by_server["seq"] == by_client["seq"] + 1
+        assert {k: v for k, v in by_client.items() if k not in ("family", "table", "seq")} == {
+            k: v for k, v in by_server.items() if k not in ("family", "table", "seq")
         }
         assert rows(people, f"client_ke_v{version}") == rows(people, f"server_ke_v{version}")
     assert people.execute(
@@ -88,7 +90,15 @@ def test_client_and_server_publish_the_same_versions(people: Any) -> None:
         ("server_ke", 1, 60),
         ("server_ke", 2, 90),
     ]
-    assert [a["exposed"] for a in sqlanon.audit(people, "server_ke")] == [0, 0]
+    # One source, one domain: the audit of either family holds all four releases.
+    audit = sqlanon.audit(people, "server_ke")
+    assert sorted((a["family"], a["version"]) for a in audit) == [
+        ("client_ke", 1),
+        ("client_ke", 2),
+        ("server_ke", 1),
+        ("server_ke", 2),
+    ]
+    assert [a["seq"] for a in audit] == [1, 2, 3, 4] and all(a["exposed"] == 0 for a in audit)
 
 
 def test_a_refused_release_writes_nothing_on_either_side(people: Any) -> None:

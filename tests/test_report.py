@@ -179,6 +179,9 @@ def test_ke_report(db: dict, tmp_path: Path) -> None:
     assert rows[0][3] == str(first["rows_published"]) and rows[1][2] == "100"
     assert all(r[-2] == "30/30" for r in rows)  # every workload query answered
     assert [r[-3] for r in rows] == ["0", "0"] and "The audit could not run" not in page
+    assert 'id="exposed"' not in page and 'class="warning"' not in page
+    assert "release(s) of domain <code>main.people</code>" in page
+    assert "finds no exposed record" in page
     charts = images(page)
     assert sorted(charts) == ["spread", "widths"]
     assert "<script" not in page and "http" not in page  # self-contained, nothing fetched
@@ -194,11 +197,74 @@ def test_lhd_report(db: dict, tmp_path: Path) -> None:
     for column in ("suppressed", "classes", "precision loss", "DM", "audit: exposed"):
         assert f"<th>{column}</th>" in header
     assert [r[-3] for r in rows] == ["0", "0"]  # audit: exposed
+    assert 'id="exposed"' not in page and "finds no exposed record" in page
     assert "Class sizes per version" in page
     # interval answers over lHD releases (sqlanon.rewrite.lhd): the workload is charted
     assert all(r[-2] == "30/30" for r in rows) and "Not available:" not in page
     assert sorted(images(page)) == ["spread", "widths"]
     check_renders(out, tmp_path / "chromium", 2)
+
+
+def test_exposed_records_stand_out(tmp_path: Path) -> None:
+    """The seeds' published rule (policy paper) on MODELS.md's counter-example: v2 puts
+    two new records in a group holding two whole v1 groups; subtracting them pins both.
+    The report opens with a warning block naming the attacks, counts and releases."""
+    path = tmp_path / "leak.duckdb"
+    con = duckdb.connect(str(path))
+    sqlanon.install(con)
+    con.execute("CREATE TABLE pay (id INTEGER, age INTEGER, salary INTEGER)")
+    values = [2, 16, 25, 26, 31, 32, 48, 50, 53, 56, 58]
+    con.executemany(
+        "INSERT INTO pay VALUES (?, ?, ?)", [(i, 20 + i, v) for i, v in enumerate(values)]
+    )
+    args = {"key": "id", "sensitive": "salary", "quasi": ["age"], "k": 3, "e": 5, "seed": 1}
+    sqlanon.release_ke(con, "pay", "pay_paper", policy="paper", **args)
+    con.execute("INSERT INTO pay VALUES (11, 31, 22), (12, 32, 30)")
+    sqlanon.release_ke(con, "pay", "pay_paper", policy="paper", **args)
+    con.close()
+    out = tmp_path / "leak.html"
+    page = report({"path": path}, "pay_paper", out)
+    warning = page.index('<div class="warning" id="exposed">')
+    assert warning < page.index("<h2>Versions</h2>")  # first thing after the title
+    block = page[warning : page.index("</div>", warning)]
+    assert "Warning: 2 record(s) exposed" in block
+    assert "<b>cell</b>" in block and "<b>subtraction</b>" in block
+    assert "<b>comparison</b>" not in block  # every group keeps 3 distinct values
+    table = block.split('<table id="exposed-releases">', 1)[1]
+    assert re.findall(r"<tr><td>(.*?)</td>", table) == ["pay_paper v2"]
+    cells = re.findall(r"<td>(.*?)</td>", table)
+    assert cells == ["pay_paper v2", "2", "2", "2", "2", "2", "0"]
+    assert [r[-3] for r in version_rows(page)] == ["0", "2"]
+    assert sorted(images(page)) == ["spread", "widths"]
+
+
+def test_held_back_rows_are_explained(tmp_path: Path) -> None:
+    """Policy defer keeps groups as they are: a lone new row waits until enough others
+    arrive to form a valid piece with it."""
+    path = tmp_path / "defer.duckdb"
+    con = duckdb.connect(str(path))
+    sqlanon.install(con)
+    con.execute("CREATE TABLE pay (id INTEGER, age INTEGER, salary INTEGER)")
+    con.executemany("INSERT INTO pay VALUES (?, ?, ?)", [(i, 20 + i, 10 * i) for i in range(9)])
+    args = {"key": "id", "sensitive": "salary", "quasi": ["age"], "k": 3, "e": 5, "seed": 1}
+    arrivals = [[], [(100, 50, 500)], [(101, 51, 600)], [(102, 52, 700)]]
+    held = []
+    for rows in arrivals:
+        if rows:
+            con.executemany("INSERT INTO pay VALUES (?, ?, ?)", rows)
+        held.append(sqlanon.release_ke(con, "pay", "pay_d", policy="defer", **args)["held_back"])
+    con.close()
+    assert held == [0, 1, 2, 0]
+    page = report({"path": path}, "pay_d", tmp_path / "defer.html")
+    table = page.split('<table id="waiting">', 1)[1].split("</table>", 1)[0]
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr><td>.*?</tr>", table)]
+    assert rows == [
+        ["1", "0", "–", "0"],
+        ["2", "1", "1 new", "0"],
+        ["3", "2", "1 since v2, 1 new", "0"],
+        ["4", "0", "–", "0"],
+    ]
+    assert "cannot form a valid piece yet" in page and "published before, absent now" in page
 
 
 def test_report_api_and_errors(db: dict, tmp_path: Path) -> None:

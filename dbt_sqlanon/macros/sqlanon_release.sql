@@ -34,8 +34,9 @@
 {#- The named arguments each model takes, in the order of sqlanon's SQL functions. -#}
 {% macro release_parameters() %}
   {{ return({
-      'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'seed'],
-      'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'seed'],
+      'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'seed', 'domain'],
+      'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'seed',
+              'domain'],
   }) }}
 {% endmacro %}
 

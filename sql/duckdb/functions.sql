@@ -12,7 +12,9 @@ CREATE OR REPLACE TEMP MACRO sqlanon_load_hierarchies(dataset, folder) AS
     _sqlanon_load_hierarchies(dataset, folder);
 CREATE OR REPLACE TEMP MACRO sqlanon_hierarchy_widths(dataset, attribute, widths) AS
     _sqlanon_hierarchy_widths(dataset, attribute, widths);
-CREATE OR REPLACE TEMP MACRO sqlanon_audit(family) AS _sqlanon_audit(family);
+-- The audit of the family's domain; records := true adds the exposed keys (owner only).
+CREATE OR REPLACE TEMP MACRO sqlanon_audit(family, records := false) AS
+    _sqlanon_audit(family, records);
 -- SELECT * FROM query(sqlanon_interval('SELECT sex, SUM(x) FROM fam GROUP BY sex'))
 CREATE OR REPLACE TEMP MACRO sqlanon_interval(sql) AS _sqlanon_interval(sql);
 CREATE OR REPLACE TEMP MACRO sqlanon_rewrite(sql, dialect := 'duckdb') AS _sqlanon_rewrite(sql, dialect);

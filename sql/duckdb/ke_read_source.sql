@@ -1,6 +1,7 @@
 -- Every source row with its key as text and as it is (`record_value`: release.py reads
 -- integer keys so), its state in the family's last version (m: $1, $2; -1 / false when
--- never published) and in the domain's latest release (d: $3, $4): its cell, -1 when no
+-- never published) and in the domain's latest release (d: $3, $4; m itself when $5 = 1,
+-- the family made it: one join less): its cell, -1 when no
 -- release of the domain published it. `row_hash` fingerprints its published columns,
 -- `value_hash` the attributes the domain's cells constrain after this release (both
 -- stored by sql/common/write_members.sql); `changed` / `value_changed`: the stored
@@ -12,9 +13,10 @@ SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        coalesce(m.status = 'published', false) AS published_before,
        hash({hashed}) AS row_hash,
        coalesce(m.row_hash <> hash({hashed}), false) AS changed,
-       coalesce(d.cell_id, -1) AS domain_cell,
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,
        hash({value_hashed}) AS value_hash,
-       coalesce(d.cell_id IS NOT NULL AND d.value_hash <> hash({old_hashed}), false) AS value_changed
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END IS NOT NULL
+                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> hash({old_hashed}), false) AS value_changed
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
   ON m.family = $1 AND m.version = $2 AND m.record_key = CAST(src.{key} AS VARCHAR)

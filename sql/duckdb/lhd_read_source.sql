@@ -6,9 +6,10 @@ SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        coalesce(m.status = 'published', false) AS published_before,
        hash({hashed}) AS row_hash,
        coalesce(m.row_hash <> hash({hashed}), false) AS changed,
-       coalesce(d.cell_id, -1) AS domain_cell,
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,
        hash({value_hashed}) AS value_hash,
-       coalesce(d.cell_id IS NOT NULL AND d.value_hash <> hash({old_hashed}), false) AS value_changed,
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END IS NOT NULL
+                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> hash({old_hashed}), false) AS value_changed,
        {columns}
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m

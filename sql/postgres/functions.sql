@@ -91,17 +91,26 @@ from sqlanon.backends import postgres
 return postgres.server_call(plpy, "hierarchy_widths", dataset, attribute, widths)
 $py$;
 
--- The audit reads the private state and the source: the data owner's tool.
-CREATE OR REPLACE FUNCTION sqlanon._audit(schema text, family text) RETURNS jsonb
+-- The audit reads the private state and the source: the data owner's tool. It audits
+-- the family's domain (every release of the people behind its source, every family);
+-- sqlanon.audit(family, true) adds the exposed keys.
+DROP FUNCTION IF EXISTS sqlanon._audit(text, text);  -- before the records flag
+CREATE OR REPLACE FUNCTION sqlanon._audit(schema text, family text, records boolean)
+RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
-return postgres.server_call(plpy, "audit", family, schema=schema)
+return postgres.server_call(plpy, "audit", family, bool(records), schema=schema)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.audit(family text) RETURNS jsonb
 LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._audit(pg_catalog.current_schema(), family)
+SELECT sqlanon._audit(pg_catalog.current_schema(), family, false)
+$sql$;
+
+CREATE OR REPLACE FUNCTION sqlanon.audit(family text, records boolean) RETURNS jsonb
+LANGUAGE sql VOLATILE AS $sql$
+SELECT sqlanon._audit(pg_catalog.current_schema(), family, records)
 $sql$;
 
 -- Interval answers (analysts) ------------------------------------------------------------

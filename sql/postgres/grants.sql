@@ -48,7 +48,8 @@ GRANT EXECUTE ON FUNCTION
     sqlanon.load_hierarchies(text, text),
     sqlanon.hierarchy_widths(text, text, double precision[]),
     sqlanon.audit(text),
-    sqlanon._audit(text, text),
+    sqlanon.audit(text, boolean),
+    sqlanon._audit(text, text, boolean),
     sqlanon.python_info()
 TO sqlanon_owner;
 GRANT EXECUTE ON FUNCTION

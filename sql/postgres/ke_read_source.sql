@@ -1,6 +1,7 @@
 -- Every source row with its key as text and as it is (`record_value`: release.py reads
 -- integer keys so), its state in the family's last version (m: $1, $2; -1 / false when
--- never published) and in the domain's latest release (d: $3, $4): its cell, -1 when no
+-- never published) and in the domain's latest release (d: $3, $4; m itself when $5 = 1,
+-- the family made it: one join less): its cell, -1 when no
 -- release of the domain published it. `row_hash` fingerprints its published columns
 -- (quasi + sensitive), `value_hash` the attributes the domain's cells constrain after
 -- this release, both hashtextextended of the row as text, a bigint (stored by
@@ -19,10 +20,10 @@ SELECT CAST(src.{key} AS text) AS record_key,
             WHEN m.row_hash = hashtextextended(CAST(ROW({hashed}) AS text), 0) THEN false
             ELSE m.row_hash <> CAST(CAST('x' || substr(md5(CAST(ROW({hashed}) AS text)), 1, 16) AS bit(64)) AS bigint)
        END AS changed,
-       coalesce(d.cell_id, -1) AS domain_cell,
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,
        hashtextextended(CAST(ROW({value_hashed}) AS text), 0) AS value_hash,
-       coalesce(d.cell_id IS NOT NULL
-                AND d.value_hash <> hashtextextended(CAST(ROW({old_hashed}) AS text), 0),
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END IS NOT NULL
+                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> hashtextextended(CAST(ROW({old_hashed}) AS text), 0),
                 false) AS value_changed
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m

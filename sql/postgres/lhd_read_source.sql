@@ -9,10 +9,10 @@ SELECT CAST(src.{key} AS text) AS record_key,
             WHEN m.row_hash = hashtextextended(CAST(ROW({hashed}) AS text), 0) THEN false
             ELSE m.row_hash <> CAST(CAST('x' || substr(md5(CAST(ROW({hashed}) AS text)), 1, 16) AS bit(64)) AS bigint)
        END AS changed,
-       coalesce(d.cell_id, -1) AS domain_cell,
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,
        hashtextextended(CAST(ROW({value_hashed}) AS text), 0) AS value_hash,
-       coalesce(d.cell_id IS NOT NULL
-                AND d.value_hash <> hashtextextended(CAST(ROW({old_hashed}) AS text), 0),
+       coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END IS NOT NULL
+                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> hashtextextended(CAST(ROW({old_hashed}) AS text), 0),
                 false) AS value_changed,
        {columns}
 FROM {source} AS src

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 from duckdb.func import FunctionNullHandling
-from duckdb.sqltypes import BIGINT, DOUBLE, VARCHAR
+from duckdb.sqltypes import BIGINT, BOOLEAN, DOUBLE, VARCHAR
 
 from sqlanon import sqltext
 from sqlanon.errors import ConcurrentReleaseError, ConfigError
@@ -73,10 +73,12 @@ class DuckDBSession:
         try:
             yield
             self._cur.execute("COMMIT")
-        except duckdb.TransactionException as exc:
+        except (duckdb.TransactionException, duckdb.ConstraintException) as exc:
+            # A write-write conflict, or a duplicate (family, version) or (domain, seq):
+            # another release of the family or domain committed first.
             self._rollback()
             raise ConcurrentReleaseError(
-                "another transaction wrote the same release family at the same time "
+                "another transaction released the same family or domain at the same time "
                 f"({exc}); nothing was written: run the release again"
             ) from exc
         except BaseException:
@@ -90,9 +92,10 @@ class DuckDBSession:
             pass  # a failed commit has already ended the transaction
 
     def lock_family(self, family: str) -> None:
-        """DuckDB has no advisory locks: a concurrent release of the same family makes
-        one of the two transactions conflict at commit (optimistic), and it is refused
-        with :class:`ConcurrentReleaseError`; nothing half-written remains."""
+        """DuckDB has no advisory locks: a concurrent release of the same family (or of
+        the same domain: ``sqlanon.releases`` is unique on (domain, seq)) makes one of
+        the two transactions conflict (optimistic), and it is refused with
+        :class:`ConcurrentReleaseError`; nothing half-written remains."""
 
     def close(self) -> None:
         self._cur.close()
@@ -185,8 +188,8 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     def hierarchy_widths(dataset, attribute, widths):  # noqa: ANN001
         return api.hierarchy_widths(con, dataset, attribute, widths)
 
-    def audit_family(family):  # noqa: ANN001
-        return api.audit(con, family)
+    def audit_family(family, records):  # noqa: ANN001
+        return api.audit(con, family, records=bool(records))
 
     def interval_sql(sql):  # noqa: ANN001
         return api.rewrite(sql, con)
@@ -236,7 +239,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             [VARCHAR, VARCHAR, duckdb.list_type(DOUBLE)],
             VARCHAR,
         ),
-        ("_sqlanon_audit", _summary(audit_family), [VARCHAR], VARCHAR),
+        ("_sqlanon_audit", _summary(audit_family), [VARCHAR, BOOLEAN], VARCHAR),
         ("_sqlanon_interval", interval_sql, [VARCHAR], VARCHAR),
         ("_sqlanon_rewrite", rewrite_sql, [VARCHAR, VARCHAR], VARCHAR),
     ]

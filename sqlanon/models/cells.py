@@ -132,15 +132,14 @@ class Cells:
             raise ConfigError(f"group must have one entry per record ({self.cell.size})")
         names, old_d, old_s = self.widened(requirement.attributes)
         seen = (self.cell >= 0) | (group >= 0)
-        pair = np.stack([self.cell[seen], group[seen]])
-        keys, inverse = (
-            np.unique(pair, axis=1, return_inverse=True)
-            if seen.any()
-            else (np.zeros((2, 0), np.int64), np.zeros(0, np.int64))
-        )
+        # (old cell, group) packed into one int64: a 1-d unique sorts 10^6 keys in
+        # ~0.1 s, np.unique(axis=1) of the pairs takes seconds.
+        width = int(group.max(initial=-1)) + 2
+        packed = (self.cell[seen] + 1) * width + (group[seen] + 1)
+        keys, inverse = np.unique(packed, return_inverse=True)
         cell = np.full(self.cell.size, -1, dtype=np.int64)
         cell[seen] = inverse.reshape(-1)
-        old, grp = keys[0], keys[1]
+        old, grp = keys // width - 1, keys % width - 1
         distinct, spread = _rows(old_d, old), _rows(old_s, old)
         published = grp >= 0
         for j, a in enumerate(names):

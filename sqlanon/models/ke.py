@@ -473,11 +473,27 @@ def plan_in_cells(
     old = prior.cell >= 0
     eligible = ~old
     if old.any():
-        ids, dense = _unique_ids(prior.cell[old])
-        order = np.argsort(v[old], kind="stable")
-        distinct, low, high = _cell_stats(v[old][order], dense[order], len(ids))
-        ok = (distinct >= k) & (high - low >= e)
-        eligible[old] = ok[dense]
+        # A cell whose requirement already holds (k,e) on S met it when it was made (and
+        # its values have not changed): only the others are counted here. (A cell the
+        # seeds' unsafe rule left short is refused by plan_release's own check.)
+        j = prior.attributes.index(sensitive) if sensitive in prior.attributes else -1
+        implied = np.zeros(prior.count, dtype=bool)
+        if j >= 0:
+            implied = (prior.distinct[:, j] >= k) & (prior.spread[:, j] >= e)
+        eligible[old] = implied[prior.cell[old]]
+        unsure = old & ~eligible
+        if unsure.any():
+            ids, dense = _unique_ids(prior.cell[unsure])
+            x = v[unsure]
+            rank = np.unique(x, return_inverse=True)[1].reshape(-1)
+            width = int(rank.max()) + 1
+            distinct = np.bincount(np.unique(dense * width + rank) // width, minlength=len(ids))
+            low = np.full(len(ids), np.inf)
+            high = np.full(len(ids), -np.inf)
+            np.minimum.at(low, dense, x)
+            np.maximum.at(high, dense, x)
+            ok = (distinct >= k) & (high - low >= e)
+            eligible[unsure] = ok[dense]
     cell = np.where(eligible, prior.cell, -1)
     group = np.full(v.size, -1, dtype=np.int64)
     if not eligible.any():

@@ -1,0 +1,168 @@
+"""The report's privacy sections: what the audit of the family's domain exposes, and
+the rows a version left out (held back or suppressed) with why.
+
+Both read private state (the audit, ``sqlanon.members``): the report is for the data
+owner. The exposure block goes first on the page when any release of the domain
+exposes a record, naming the attack, the counts and the releases.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlanon import catalog, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import SqlanonError
+
+#: What each check of the audit does, for the reader of the report.
+ATTACKS = {
+    "by_cell": (
+        "cell",
+        "the worst case: records whose group was the same in every release of the domain "
+        "(absent included) cannot be told apart, and at best the attacker learns their "
+        "multiset of values, which holds too few distinct values (or too small a spread)",
+    ),
+    "by_subtraction": (
+        "subtraction",
+        "published multisets subtracted from the groups that contain them, repeated, "
+        "narrow these records' candidate values below the requirement",
+    ),
+    "by_comparison": (
+        "comparison",
+        "intersecting the values of every group or class a record was published in "
+        "narrows it below the requirement",
+    ),
+}
+
+HELD_BACK_WHY = (
+    "new rows that cannot form a valid piece yet: too few distinct values (or too small a "
+    "spread) among them to meet the requirement on their own. They are not published and "
+    "are offered again at every release"
+)
+SUPPRESSED_WHY = (
+    "published before, absent now: left out of this version (the attacker sees them "
+    "disappear, and the audit counts that)"
+)
+
+
+@dataclass(frozen=True)
+class AuditSection:
+    """The family's exposed records per version, and the HTML shown for the audit: the
+    warning block (empty when nothing is exposed) and a one-line note."""
+
+    exposed: dict[int, int]
+    warning: str
+    note: str
+
+
+def audit_section(session: Session, family: str) -> AuditSection:
+    """The audit of ``family``'s domain, as the report shows it."""
+    from sqlanon.audit import audit_family
+
+    try:
+        rows = audit_family(session, family)
+    except SqlanonError as exc:
+        note = f'<p class="note">The audit could not run: {html.escape(str(exc))}</p>'
+        return AuditSection({}, "", note)
+    exposed = {int(r["version"]): int(r["exposed"]) for r in rows if r["family"] == family}
+    domain = html.escape(str(rows[0]["domain"])) if rows else ""
+    families = len({r["family"] for r in rows})
+    scope = (
+        f"the {len(rows)} release(s) of domain <code>{domain}</code> "
+        f"({families} famil{'y' if families == 1 else 'ies'}, every model)"
+    )
+    incomplete = [r for r in rows if not r.get("subtraction_complete", True)]
+    budget = (
+        f" The subtraction stopped at its work budget at {len(incomplete)} release(s) "
+        f"(first {_name(incomplete[0])}): its counts there are a lower bound (the cell "
+        "check, the worst case, is exact)."
+        if incomplete
+        else ""
+    )
+    if not any(r["exposed"] for r in rows):
+        note = f'<p id="audit">The audit of {scope} finds no exposed record.{budget}</p>'
+        return AuditSection(exposed, "", note)
+    return AuditSection(exposed, _warning(rows, scope, budget), "")
+
+
+def _name(row: dict[str, Any]) -> str:
+    return f"{html.escape(str(row['family']))} v{row['version']}"
+
+
+def _warning(rows: Sequence[dict[str, Any]], scope: str, budget: str) -> str:
+    last = rows[-1]
+    attacks = []
+    for check, (name, what) in ATTACKS.items():
+        hit = [r for r in rows if r[check]]
+        if hit:
+            attacks.append(
+                f"<li><b>{name}</b>: {what}. {last[check]:,} record(s) with every release "
+                f"in hand, first at {_name(hit[0])}.</li>"
+            )
+    header = "".join(
+        f"<th>{c}</th>"
+        for c in ("release", "seq", "exposed", "newly exposed", "cell", "subtraction", "comparison")
+    )
+    # The releases that exposed someone new, and the last one (exposure is cumulative).
+    shown = [r for r in rows[:-1] if r["newly_exposed"]] + [last]
+    body = "\n".join(
+        f"<tr><td>{_name(r)}</td><td>{r['seq']}</td><td>{r['exposed']:,}</td>"
+        f"<td>{r['newly_exposed']:,}</td><td>{r['by_cell']:,}</td>"
+        f"<td>{r['by_subtraction']:,}</td><td>{r['by_comparison']:,}</td></tr>"
+        for r in shown
+    )
+    return f"""<div class="warning" id="exposed">
+<h2>Warning: {last["exposed"]:,} record(s) exposed</h2>
+<p>An attacker holding {scope} pins {last["exposed"]:,} record(s) below the requirement
+of a release that published them:</p>
+<ul>
+{"".join(attacks)}
+</ul>
+<table id="exposed-releases">
+<thead><tr>{header}</tr></thead>
+<tbody>
+{body}
+</tbody>
+</table>
+<p>The releases that exposed records first, and the last release; each row counts for
+the attacker holding the releases up to it. The keys behind the counts:
+<code>sqlanon audit --records</code> (owner only).{budget}</p>
+</div>"""
+
+
+def waiting_section(session: Session, versions: Sequence[catalog.Release]) -> str:
+    """Per version of the family: rows held back (and since which version each has been
+    waiting) and rows suppressed, with why; empty when every version published all."""
+    family = versions[0].family
+    counts = session.query(sqltext.load(session.dialect, "report_waiting"), [family])
+    held: dict[int, dict[int, int]] = {}
+    suppressed: dict[int, int] = {}
+    for version, status, since, n in counts:
+        if status == "held_back":
+            held.setdefault(int(version), {})[int(since)] = int(n)
+        else:
+            suppressed[int(version)] = suppressed.get(int(version), 0) + int(n)
+    if not held and not suppressed:
+        return ""
+    rows = []
+    for r in versions:
+        waiting = held.get(r.version, {})
+        since = ", ".join(
+            f"{n:,} since v{v}" if v < r.version else f"{n:,} new"
+            for v, n in sorted(waiting.items())
+        )
+        rows.append(
+            f"<tr><td>{r.version}</td><td>{sum(waiting.values()):,}</td>"
+            f"<td>{since or '–'}</td><td>{suppressed.get(r.version, 0):,}</td></tr>"
+        )
+    return f"""<h2>Rows left out of a version</h2>
+<table id="waiting">
+<thead><tr><th>version</th><th>held back</th><th>waiting</th><th>suppressed</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody>
+</table>
+<p><b>Held back</b>: {HELD_BACK_WHY}. <b>Suppressed</b>: {SUPPRESSED_WHY}.</p>"""
