@@ -62,6 +62,7 @@ from attacker import Exposure, Release, attack  # noqa: E402
 from lhd_pure import DEFAULT_DATA, load_arx_adult, load_seed_subset  # noqa: E402
 from report import replace_section  # noqa: E402
 
+from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
 from sqlanon.models.cells import Cells, Requirement  # noqa: E402
 from sqlanon.models.lhd import (  # noqa: E402
@@ -85,7 +86,7 @@ class Refined:
     precision_loss: float
     dm: int
     suppressed: int
-    exposed: Exposure
+    exposed: Exposed
     violations: int
 
 
@@ -98,8 +99,8 @@ class Setting:
     sqlanon_seconds: float
     independent: LhdPlan
     independent_seconds: float
-    exposed_sqlanon: Exposure
-    exposed_independent: Exposure
+    exposed_sqlanon: Exposed
+    exposed_independent: Exposed
     refined: Refined
 
 
@@ -176,21 +177,46 @@ def cells_after(first: LhdPlan) -> Cells:
     )
 
 
+@dataclass(frozen=True)
+class Exposed:
+    """What an attacker holding every release learns: by ``bench/attacker.py`` and by the
+    product's audit (``audit_domain``), each by cell / by subtraction / by comparison."""
+
+    bench: Exposure
+    audit: DomainAudit
+
+    def counts(self) -> tuple[int, int, int, int, int, int]:
+        a = self.audit
+        audit = (int(a.by_cell.sum()), int(a.by_subtraction.sum()), int(a.by_comparison.sum()))
+        return (*self.bench.counts(), *audit)
+
+    @property
+    def subtraction_complete(self) -> bool:
+        return self.bench.subtraction_complete and self.audit.subtraction_complete
+
+
 def exposure(
     seed: dict[str, np.ndarray],
     sensitive: list[str],
     l: int,  # noqa: E741
     *groups: np.ndarray,
-) -> Exposure:
-    """What ``bench/attacker.py`` learns from lHD releases with these classes."""
-    releases = [Release.lhd(g, sensitive, l) for g in groups]
-    return attack({s: seed[s] for s in sensitive}, releases)
+) -> Exposed:
+    """What the attackers learn from lHD releases with these classes."""
+    values = {s: seed[s] for s in sensitive}
+    bench = attack(values, [Release.lhd(g, sensitive, l) for g in groups])
+    requirement = Requirement.lhd(sensitive, l)
+    audits = audit_domain(
+        values, [AttackedRelease(g, requirement, tuple(sensitive)) for g in groups]
+    )
+    return Exposed(bench, audits[-1])
 
 
-def _counts(e: Exposure) -> str:
-    """By cell / by subtraction / by comparison."""
-    cell, sub, cmp = e.counts()
-    return f"{cell} / {sub}{'' if e.subtraction_complete else '+'} / {cmp}"
+def _counts(e: Exposed) -> str:
+    """By cell / by subtraction / by comparison: the bench's attacker; the audit."""
+    c = e.counts()
+    bench_plus = "" if e.bench.subtraction_complete else "+"
+    audit_plus = "" if e.audit.subtraction_complete else "+"
+    return f"{c[0]} / {c[1]}{bench_plus} / {c[2]}; {c[3]} / {c[4]}{audit_plus} / {c[5]}"
 
 
 def run_setting(
@@ -439,9 +465,9 @@ def write_sections(  # type: ignore[no-untyped-def]  # noqa: PLR0913
     arx_rows,
     arx_second,
 ) -> None:
-    def exposed_range(values: list[Exposure]) -> str:
-        per_check = list(zip(*(e.counts() for e in values), strict=True))
-        return " / ".join(f"{min(c)}-{max(c)}" for c in per_check)
+    def exposed_range(values: list[Exposed]) -> str:
+        per_check = [f"{min(c)}-{max(c)}" for c in zip(*(e.counts() for e in values), strict=True)]
+        return f"{' / '.join(per_check[:3])}; {' / '.join(per_check[3:])}"
 
     all_rows = qi_rows + sa_rows + l_rows
     exposed_indep = exposed_range([r.exposed_independent for r in all_rows])
@@ -482,7 +508,9 @@ releases) with < l distinct values of some SA (the worst case: an attacker who k
 memberships learns each cell's multiset); the multiset attacker (subtract a class's
 multiset from a class strictly containing it, to a fixed point, then intersect the
 candidates; `+` = stopped at its budget of derived sets, a lower bound); the seed's
-comparison attack (intersect the classes' distinct values). `algorithm='auto'` (greedy
+comparison attack (intersect the classes' distinct values); after the `;` the same three
+counts from the product's audit (`sqlanon.audit_core.audit_domain`), a separate
+implementation of the same checks. `algorithm='auto'` (greedy
 and scalable on <= 2,000 records, plus **refine** when there is a prior; the lowest PREC
 kept, the column says which won), `max_suppression=1.0` so every setting yields numbers.
 PREC/DM are of release 2 unless marked R1; "cost" = sqlanon / independent. sqlanon's
@@ -496,7 +524,8 @@ class is an l-diverse cell, so both meet the rule by construction (the attacker 
 12 records (scalable's fixed cost per call dominates thousands of tiny classes). Auto
 optimises PREC (DM only breaks ties), so DM may move either way.
 
-Over all {len(all_rows)} settings (by cell / by subtraction / by comparison): independent
+Over all {len(all_rows)} settings (by cell / by subtraction / by comparison; the audit's):
+independent
 exposes {exposed_indep} records, sqlanon {exposed_safe}, the refine-R1 reference
 {exposed_ref}{f"; {incomplete} attacks stopped at their budget" if incomplete else ""}.
 Release-2 PREC relative to independent, over the {len(costly)} settings where independent
@@ -554,7 +583,7 @@ ARX `adult.csv` ({arx_n:,} rows), 8 QI ({", ".join(quasi_names)}), SA occupation
 
 Release 2 on ARX `adult.csv` (all 8 QI) with prior = the cells of a release 1 of the first
 4 QI ({", ".join(quasi_names[:4])}; scalable), SA occupation, `max_suppression=1.0`, median
-of 3; exposed by cell / subtraction / comparison (`bench/attacker.py`):
+of 3; exposed by cell / subtraction / comparison (`bench/attacker.py`; the audit's):
 
 | l | R1 classes | algorithm | seconds | kept | PREC | DM | suppressed | exposed |
 |---|---|---|---|---|---|---|---|---|

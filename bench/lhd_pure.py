@@ -13,7 +13,8 @@
 2. ARX's ``adult.csv`` (30,162 rows): 8 QI, occupation sensitive, scalable, l = 2..5.
 
 Exposed records after both releases come from ``bench/attacker.py`` (cells rebuilt from
-the releases' classes alone): by cell / by subtraction / by comparison.
+the releases' classes alone) and from the product's audit (``audit_domain``): by cell /
+by subtraction / by comparison.
 
 Run: ``PYTHONPATH=. .venv/bin/python bench/lhd_pure.py [path/to/shared/data/adult]``.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sqlanon.audit_core import AttackedRelease, audit_domain
 from sqlanon.hierarchy import load_directory
 from sqlanon.models.cells import Cells, Requirement
 from sqlanon.models.lhd import LhdPlan, plan_lhd
@@ -113,9 +115,17 @@ def main() -> None:
             ],
         )
         cell, subtraction, comparison = exposure.counts()
+        audit = audit_domain(
+            {s: seed[s] for s in second_sa},
+            [
+                AttackedRelease(first.class_id, Requirement.lhd(first.sensitive, 2)),
+                AttackedRelease(second.class_id, Requirement.lhd(second.sensitive, 2)),
+            ],
+        )[-1].counts()
         print(
             f"  exposed over both (cell / subtraction / comparison): "
-            f"{cell} / {subtraction} / {comparison}"
+            f"{cell} / {subtraction} / {comparison}; the audit's: {audit['by_cell']} / "
+            f"{audit['by_subtraction']} / {audit['by_comparison']}"
         )
     timed(
         "greedy 6 QI, 4 SA, l=2",

@@ -49,6 +49,7 @@ from lhd_experiments import machine  # noqa: E402
 from lhd_pure import DEFAULT_DATA, load_seed_subset  # noqa: E402
 from report import replace_section  # noqa: E402
 
+from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
 from sqlanon.errors import InfeasibleError  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
 from sqlanon.models import ke, lhd  # noqa: E402
@@ -75,6 +76,9 @@ class LhdSpec:
     def attacked(self, group: np.ndarray) -> Release:
         return Release.lhd(group, self.sensitive, self.l)
 
+    def audited(self, group: np.ndarray) -> AttackedRelease:
+        return AttackedRelease(group, self.requirement(), self.sensitive)
+
 
 @dataclass(frozen=True)
 class KeSpec:
@@ -88,6 +92,9 @@ class KeSpec:
 
     def attacked(self, group: np.ndarray) -> Release:
         return Release.ke(group, self.sensitive, self.k, self.e)
+
+    def audited(self, group: np.ndarray) -> AttackedRelease:
+        return AttackedRelease(group, self.requirement(), (self.sensitive,))
 
 
 Spec = LhdSpec | KeSpec
@@ -107,7 +114,8 @@ class Version:
     suppressed: int
     relaxed: bool  # max_suppression=0.05 raised: planned with 1.0
     seconds: float
-    exposure: Exposure | None = None
+    exposure: Exposure | None = None  # bench/attacker.py
+    audit: DomainAudit | None = None  # sqlanon.audit_core.audit_domain
 
 
 @dataclass
@@ -115,6 +123,7 @@ class Sequence_:
     method: str
     versions: list[Version] = field(default_factory=list)
     releases: list[Release] = field(default_factory=list)
+    audited: list[AttackedRelease] = field(default_factory=list)
 
 
 def batches(n: int) -> list[int]:
@@ -193,17 +202,21 @@ def run_sequence(
         )
         out.versions.append(version)
         out.releases.append(spec.attacked(group))
+        out.audited.append(spec.audited(group))
         cells = cells.then(group, spec.requirement())
         published |= group >= 0
     return out
 
 
 def attack_each(seq: Sequence_, data: dict[str, np.ndarray]) -> None:
-    """Attach each version's exposure (the attacker holding releases 1..t)."""
+    """Attach each version's exposure (the attacker holding releases 1..t), by the
+    bench's attacker and by the product's audit."""
     names = sorted({a for r in seq.releases for a in r.attributes})
     values = {a: data[a] for a in names}
+    audits = audit_domain(values, seq.audited)
     for t, version in enumerate(seq.versions):
         version.exposure = attack(values, seq.releases[: t + 1])
+        version.audit = audits[t]
 
 
 def timed_sequence(
@@ -248,6 +261,31 @@ def _exposed(version: Version) -> str:
     return f"{cell} / {sub}{'' if version.exposure.subtraction_complete else '+'} / {cmp}"
 
 
+def _audited(version: Version) -> str:
+    a = version.audit
+    assert a is not None
+    sub = f"{int(a.by_subtraction.sum())}{'' if a.subtraction_complete else '+'}"
+    return f"{int(a.by_cell.sum())} / {sub} / {int(a.by_comparison.sum())}"
+
+
+def _audit_counts(version: Version) -> tuple[int, int, int]:
+    a = version.audit
+    assert a is not None
+    return int(a.by_cell.sum()), int(a.by_subtraction.sum()), int(a.by_comparison.sum())
+
+
+def agreement(versions: list[Version]) -> tuple[int, int, int]:
+    """Versions where the two attackers flag the same records by cell, where they flag
+    the same records by subtraction, and where a subtraction stopped at its budget."""
+    cell = sub = stopped = 0
+    for v in versions:
+        assert v.exposure is not None and v.audit is not None
+        cell += bool(np.array_equal(v.exposure.by_cell, v.audit.by_cell))
+        sub += bool(np.array_equal(v.exposure.by_subtraction, v.audit.by_subtraction))
+        stopped += not (v.exposure.subtraction_complete and v.audit.subtraction_complete)
+    return cell, sub, stopped
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None:
         return ""
@@ -263,7 +301,9 @@ def version_table(safe: Sequence_, plain: Sequence_, label: Sequence[str]) -> st
         "| version | family | rows | sqlanon alg | PREC sqlanon | PREC indep | PREC cost "
         "| DM sqlanon | DM indep | sum of errors sqlanon | sum of errors indep | SoE cost "
         "| held back sqlanon | suppressed sqlanon | suppressed indep "
-        "| exposed indep | exposed sqlanon |\n" + "|---" * 17 + "|\n"
+        "| exposed indep | exposed indep (audit) | exposed sqlanon | exposed sqlanon (audit) |\n"
+        + "|---" * 19
+        + "|\n"
     )
     rows = []
     for t, (s, p) in enumerate(zip(safe.versions, plain.versions, strict=True)):
@@ -277,7 +317,7 @@ def version_table(safe: Sequence_, plain: Sequence_, label: Sequence[str]) -> st
             f"| {_ratio(s.sum_of_errors, p.sum_of_errors)} "
             f"| {_pct(s.held_back, s.present)} | {_pct(s.suppressed, s.present)} "
             f"| {_pct(p.suppressed + p.held_back, p.present)}{'*' if p.relaxed else ''} "
-            f"| {_exposed(p)} | {_exposed(s)} |"
+            f"| {_exposed(p)} | {_audited(p)} | {_exposed(s)} | {_audited(s)} |"
         )
     return head + "\n".join(rows)
 
@@ -403,9 +443,8 @@ def summary_table(runs: list[AppendRun]) -> str:
     head = (
         "| l | final PREC sqlanon | final PREC indep | final PREC cost | PREC cost over versions "
         "| final DM sqlanon / indep | max held back | max suppressed "
-        "| final exposed indep | final exposed sqlanon | planning s, sqlanon / indep |\n"
-        + "|---" * 11
-        + "|\n"
+        "| final exposed indep (bench; audit) | final exposed sqlanon (bench; audit) "
+        "| planning s, sqlanon / indep |\n" + "|---" * 11 + "|\n"
     )
     rows = []
     for r in runs:
@@ -417,7 +456,8 @@ def summary_table(runs: list[AppendRun]) -> str:
             f"| {r.l} | {s[-1].precision_loss:.4f} | {p[-1].precision_loss:.4f} "
             f"| **{_ratio(s[-1].precision_loss, p[-1].precision_loss)}** "
             f"| {min(ratios):.2f}-{max(ratios):.2f}x | {s[-1].dm:,} / {p[-1].dm:,} "
-            f"| {held:.1%} | {sup:.1%} | {_exposed(p[-1])} | {_exposed(s[-1])} "
+            f"| {held:.1%} | {sup:.1%} | {_exposed(p[-1])}; {_audited(p[-1])} "
+            f"| {_exposed(s[-1])}; {_audited(s[-1])} "
             f"| {r.safe_seconds:.1f} / {r.plain_seconds:.1f} |"
         )
     return head + "\n".join(rows)
@@ -485,7 +525,10 @@ def write_section(  # type: ignore[no-untyped-def]
     all_safe = [v for r in runs for v in r.safe.versions] + [
         v for m in mixed for v in m[1].versions
     ]
-    safe_exposed = max(max(v.exposure.counts()) for v in all_safe)
+    safe_exposed = max(max(*v.exposure.counts(), *_audit_counts(v)) for v in all_safe)
+    all_versions = all_safe + [v for r in runs for v in r.plain.versions]
+    all_versions += [v for m in mixed for v in m[2].versions]
+    same_cell, same_sub, stopped = agreement(all_versions)
     final_costs = [
         r.safe.versions[-1].precision_loss / r.plain.versions[-1].precision_loss for r in runs
     ]
@@ -541,14 +584,19 @@ from the release histories. **Exposed** (by the attacker holding releases 1..t):
 the planners' `Cells`), written *by cell / by subtraction / by comparison* (cell: a cell
 below the union of its releases' requirements, the worst case; subtraction: the multiset
 attacker, `+` = stopped at its budget of {DEFAULT_BUDGET:,} derived sets, a lower bound;
-comparison: the seed's set intersection). Planning times are medians of {repeats} runs of
-the whole sequence (the plans are identical run to run; checked).
+comparison: the seed's set intersection), and again by the product's audit
+(`sqlanon.audit_core.audit_domain`, written the same way, "(audit)" columns), a separate
+implementation of the same three checks. Of the {len(all_versions)} versions below (both
+methods), the two flag the same records by cell in {same_cell} and by subtraction in
+{same_sub}; in {stopped} a subtraction stopped at its budget (its counts are then lower
+bounds and may differ). Planning times are medians of {repeats} runs of the whole
+sequence (the plans are identical run to run; checked).
 
 ### Goals (issue 10)
 
 - **0 exposed for sqlanon**: {"met" if safe_exposed == 0 else f"**missed** (up to {safe_exposed})"}
-  in every version of every sequence below, by all three checks; independent
-  re-release exposes most records by the last version.
+  in every version of every sequence below, by all three checks of both attackers;
+  independent re-release exposes most records by the last version.
 - **PREC within 1.5x of independent**: {"met" if max(final_costs) <= GOAL_PREC else "**missed**"}
   on appends: final-version cost {costs}.
   The cost grows with every append (table below): the first {FIRST} rows stay in their
@@ -600,7 +648,7 @@ those classes are generalized close to the top (lHD PREC {safe_range} against
 {plain_range} independent). A piece of a K cell must keep the cell's own k=5 distinct values
 (and e): capital-loss is dominated by a few values, so the {k_groups} groups of the first
 K release can be split into at most {bound} pieces with 5 distinct values in all (e and the
-second release's own l ignored); its next release (B) uses {pieces}.
+second release's own l ignored); the next release ({k_first[0][1].name}) uses {pieces}.
 The (k,e) "sum of errors" compares releases of different coverage (sqlanon leaves the
 suppressed rows out, which also removes their error), so a cost below 1x there is no gain.
 
