@@ -12,14 +12,16 @@ Gamma and SA list Delta,
 - release 1 publishes the first ceil(|Gamma|/2) QI of Gamma with Delta;
 - release 2 publishes all of Gamma with Delta (the "experimental dataset" of the setting).
 
-Methods: ``sqlanon`` plans release 2 with ``earlier=[release1.as_earlier()]`` (the
-comparison constraint); ``independent`` is the same code without earlier releases (plain
-l-diversity, the seed's baseline). Release 1 is the same for both. After both releases
-the comparison attack (:func:`comparison_attack`) counts the exposed records. A third,
-reference release 2 (``refine-R1``) partitions each release-1 class on its own by calling
-``plan_lhd`` without earlier releases: safe by construction (an l-diverse piece of a class
-shares >= l values with it). sqlanon's ``refine`` candidate does the same inside the
-planner (with the constraint checks on), so the two should be close.
+Methods: ``sqlanon`` plans release 2 with ``prior=`` the cells release 1 left
+(``Cells.empty(n).then(release1.class_id, Requirement.lhd(...))``: the cell rule);
+``independent`` is the same code with no prior (plain l-diversity, the seed's baseline).
+Release 1 is the same for both. After both releases ``bench/attacker.py``, which rebuilds
+the cells from the two releases' classes alone, counts the exposed records by cell
+(worst case), by subtraction (multiset attacker) and by comparison (the seed's attack). A
+third, reference release 2 (``refine-R1``) partitions each release-1 class on its own by
+calling ``plan_lhd`` without a prior: safe by construction (an l-diverse piece of a class
+is l-diverse as a cell). sqlanon's ``refine`` candidate does the same inside the planner
+(with the cell checks on), so the two should be close.
 
 Sweeps: number of QI 1..6 (l=2, capital-loss); number of SA 1..4 (l=2, 6 QI); l 2..10
 (6 QI, capital-loss). ``algorithm='auto'`` throughout (greedy and scalable on <= 2,000
@@ -56,14 +58,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attacker import Exposure, Release, attack  # noqa: E402
 from lhd_pure import DEFAULT_DATA, load_arx_adult, load_seed_subset  # noqa: E402
 from report import replace_section  # noqa: E402
 
+from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
+from sqlanon.models.cells import Cells, Requirement  # noqa: E402
 from sqlanon.models.lhd import (  # noqa: E402
     EarlierRelease,
     LhdPlan,
-    comparison_attack,
     comparison_violations,
     plan_lhd,
 )
@@ -76,13 +80,13 @@ SA_ORDER = ["capital-loss", "relationship", "workclass", "hours-per-week"]
 @dataclass
 class Refined:
     """Reference safe release 2: each release-1 class partitioned on its own (same planner,
-    no earlier releases). A piece of an l-diverse class o that is itself l-diverse shares
-    all its >= l values with o, so the comparison constraint holds by construction."""
+    no prior). A piece of an l-diverse class that is itself l-diverse is an l-diverse
+    cell, so the cell rule (and the seed's comparison constraint) holds by construction."""
 
     precision_loss: float
     dm: int
     suppressed: int
-    exposed: int
+    exposed: Exposed
     violations: int
 
 
@@ -95,8 +99,8 @@ class Setting:
     sqlanon_seconds: float
     independent: LhdPlan
     independent_seconds: float
-    exposed_sqlanon: int
-    exposed_independent: int
+    exposed_sqlanon: Exposed
+    exposed_independent: Exposed
     refined: Refined
 
 
@@ -106,7 +110,7 @@ def _plan(
     quasi: list[str],
     sensitive: list[str],
     l: int,  # noqa: E741
-    earlier: list | None = None,
+    prior: Cells | None = None,
     algorithm: str = "auto",
 ) -> tuple[LhdPlan, float]:
     start = time.perf_counter()
@@ -115,7 +119,7 @@ def _plan(
         sensitive={s: seed[s] for s in sensitive},
         hierarchies=hierarchies,
         l=l,
-        earlier=earlier or (),
+        prior=prior,
         algorithm=algorithm,
         max_suppression=1.0,
     )
@@ -157,14 +161,62 @@ def refine_within(
         s: [frozenset(seed[s][class_id == c].tolist()) for c in range(next_id)] for s in sensitive
     }
     second = EarlierRelease(class_id, values)
-    earlier = [first.as_earlier()]
     return Refined(
         precision_loss=(loss + len(quasi) * int((first.class_id < 0).sum())) / n,
         dm=sum(k * k for k in sizes) + n * suppressed,
         suppressed=suppressed,
-        exposed=comparison_attack([*earlier, second], l).exposed_records.size,
-        violations=len(comparison_violations(second, earlier, l)),
+        exposed=exposure(seed, sensitive, l, first.class_id, class_id),
+        violations=len(comparison_violations(second, [first.as_earlier()], l)),
     )
+
+
+def cells_after(first: LhdPlan) -> Cells:
+    """The cells release 1 leaves its records in (the prior of release 2)."""
+    return Cells.empty(first.class_id.size).then(
+        first.class_id, Requirement.lhd(first.sensitive, first.l)
+    )
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """What an attacker holding every release learns: by ``bench/attacker.py`` and by the
+    product's audit (``audit_domain``), each by cell / by subtraction / by comparison."""
+
+    bench: Exposure
+    audit: DomainAudit
+
+    def counts(self) -> tuple[int, int, int, int, int, int]:
+        a = self.audit
+        audit = (int(a.by_cell.sum()), int(a.by_subtraction.sum()), int(a.by_comparison.sum()))
+        return (*self.bench.counts(), *audit)
+
+    @property
+    def subtraction_complete(self) -> bool:
+        return self.bench.subtraction_complete and self.audit.subtraction_complete
+
+
+def exposure(
+    seed: dict[str, np.ndarray],
+    sensitive: list[str],
+    l: int,  # noqa: E741
+    *groups: np.ndarray,
+) -> Exposed:
+    """What the attackers learn from lHD releases with these classes."""
+    values = {s: seed[s] for s in sensitive}
+    bench = attack(values, [Release.lhd(g, sensitive, l) for g in groups])
+    requirement = Requirement.lhd(sensitive, l)
+    audits = audit_domain(
+        values, [AttackedRelease(g, requirement, tuple(sensitive)) for g in groups]
+    )
+    return Exposed(bench, audits[-1])
+
+
+def _counts(e: Exposed) -> str:
+    """By cell / by subtraction / by comparison: the bench's attacker; the audit."""
+    c = e.counts()
+    bench_plus = "" if e.bench.subtraction_complete else "+"
+    audit_plus = "" if e.audit.subtraction_complete else "+"
+    return f"{c[0]} / {c[1]}{bench_plus} / {c[2]}; {c[3]} / {c[4]}{audit_plus} / {c[5]}"
 
 
 def run_setting(
@@ -177,20 +229,19 @@ def run_setting(
 ) -> Setting:
     first_qi = quasi[: math.ceil(len(quasi) / 2)]
     first, t1 = _plan(seed, hierarchies, first_qi, sensitive, l)
-    earlier = [first.as_earlier()]
-    safe, ts = _plan(seed, hierarchies, quasi, sensitive, l, earlier)
+    safe, ts = _plan(seed, hierarchies, quasi, sensitive, l, cells_after(first))
     plain, ti = _plan(seed, hierarchies, quasi, sensitive, l)
-    exposed_safe = comparison_attack([*earlier, safe.as_earlier()], l).exposed_records.size
-    exposed_plain = comparison_attack([*earlier, plain.as_earlier()], l).exposed_records.size
+    exposed_safe = exposure(seed, sensitive, l, first.class_id, safe.class_id)
+    exposed_plain = exposure(seed, sensitive, l, first.class_id, plain.class_id)
     refined = refine_within(seed, hierarchies, first, quasi, sensitive, l)
     out = Setting(label, first, t1, safe, ts, plain, ti, exposed_safe, exposed_plain, refined)
     print(
         f"{label:<14} R1[{first.algorithm}] PREC={first.precision_loss:.4f} DM={first.dm} | "
         f"sqlanon[{safe.algorithm}] PREC={safe.precision_loss:.4f} DM={safe.dm} "
-        f"sup={safe.suppressed} exp={exposed_safe} | indep[{plain.algorithm}] "
+        f"sup={safe.suppressed} exp={_counts(exposed_safe)} | indep[{plain.algorithm}] "
         f"PREC={plain.precision_loss:.4f} DM={plain.dm} sup={plain.suppressed} "
-        f"exp={exposed_plain} | refine PREC={refined.precision_loss:.4f} DM={refined.dm} "
-        f"exp={refined.exposed} viol={refined.violations}",
+        f"exp={_counts(exposed_plain)} | refine PREC={refined.precision_loss:.4f} "
+        f"DM={refined.dm} exp={_counts(refined.exposed)} viol={refined.violations}",
         flush=True,
     )
     return out
@@ -212,8 +263,9 @@ def table(rows: list[Setting], parameter: str) -> str:
             f"| {s.precision_loss:.4f} | {p.precision_loss:.4f} "
             f"| {_ratio(s.precision_loss, p.precision_loss)} | {s.dm:,} | {p.dm:,} "
             f"| {_ratio(s.dm, p.dm)} | {s.algorithm} | {p.algorithm} "
-            f"| {s.suppressed} / {p.suppressed} | {r.exposed_sqlanon} | {r.exposed_independent} "
-            f"| {r.refined.precision_loss:.4f} | {r.refined.dm:,} | {r.refined.exposed} |"
+            f"| {s.suppressed} / {p.suppressed} | {_counts(r.exposed_sqlanon)} "
+            f"| {_counts(r.exposed_independent)} "
+            f"| {r.refined.precision_loss:.4f} | {r.refined.dm:,} | {_counts(r.refined.exposed)} |"
         )
     return head + "\n".join(lines)
 
@@ -314,7 +366,7 @@ def main() -> None:
     r1 = _plan(seed, hierarchies, QI_ORDER[:3], ["capital-loss"], 2)[0]
     t_second, second = median_seconds(
         5,
-        lambda: _plan(seed, hierarchies, QI_ORDER, ["capital-loss"], 2, [r1.as_earlier()])[0],
+        lambda: _plan(seed, hierarchies, QI_ORDER, ["capital-loss"], 2, cells_after(r1))[0],
     )
     per_alg = {}
     for alg in ("greedy", "scalable"):
@@ -323,8 +375,8 @@ def main() -> None:
             partial(_plan_only, seed, hierarchies, QI_ORDER, ["capital-loss"], 2, algorithm=alg),
         )[0]
     print(
-        f"timing 1,427 rows: no earlier {t_first:.3f}s ({first.algorithm}), "
-        f"with earlier {t_second:.3f}s ({second.algorithm}), {per_alg}",
+        f"timing 1,427 rows: no prior {t_first:.3f}s ({first.algorithm}), "
+        f"with prior {t_second:.3f}s ({second.algorithm}), {per_alg}",
         flush=True,
     )
 
@@ -361,24 +413,23 @@ def main() -> None:
         )
         for alg in ("auto", "scalable", "refine"):
             seconds, plan = median_seconds(
-                1,
+                3,
                 partial(
                     plan_lhd,
                     quasi={q: arx[q] for q in quasi_names},
                     sensitive={"occupation": arx["occupation"]},
                     hierarchies=hierarchies,
                     l=l,
-                    earlier=[r1.as_earlier()],
+                    prior=cells_after(r1),
                     algorithm=alg,
                     max_suppression=1.0,
                 ),
             )
-            exposed = comparison_attack([r1.as_earlier(), plan.as_earlier()], l)
-            arx_second.append((l, alg, seconds, plan, exposed.exposed_records.size, r1))
+            exposed = exposure(arx, ["occupation"], l, r1.class_id, plan.class_id)
+            arx_second.append((l, alg, seconds, plan, _counts(exposed), r1))
             print(
                 f"ARX release 2 l={l} {alg}: {seconds:.2f}s [{plan.algorithm}] "
-                f"PREC={plan.precision_loss:.4f} DM={plan.dm} "
-                f"exposed={exposed.exposed_records.size}",
+                f"PREC={plan.precision_loss:.4f} DM={plan.dm} exposed={_counts(exposed)}",
                 flush=True,
             )
 
@@ -414,13 +465,19 @@ def write_sections(  # type: ignore[no-untyped-def]  # noqa: PLR0913
     arx_rows,
     arx_second,
 ) -> None:
-    def exposed_range(values: list[int]) -> str:
-        return f"{min(values)}-{max(values)}"
+    def exposed_range(values: list[Exposed]) -> str:
+        per_check = [f"{min(c)}-{max(c)}" for c in zip(*(e.counts() for e in values), strict=True)]
+        return f"{' / '.join(per_check[:3])}; {' / '.join(per_check[3:])}"
 
     all_rows = qi_rows + sa_rows + l_rows
     exposed_indep = exposed_range([r.exposed_independent for r in all_rows])
     exposed_safe = exposed_range([r.exposed_sqlanon for r in all_rows])
     exposed_ref = exposed_range([r.refined.exposed for r in all_rows])
+    incomplete = sum(
+        not e.subtraction_complete
+        for r in all_rows
+        for e in (r.exposed_independent, r.exposed_sqlanon, r.refined.exposed)
+    )
     costly = [r for r in all_rows if r.independent.precision_loss > 0.01]
 
     def cost_range(pick) -> str:  # type: ignore[no-untyped-def]
@@ -441,26 +498,36 @@ example publishes overlapping sub-data versions sharing the attacked SA). Chosen
 setting with QI list Gamma and SA list Delta, **release 1** publishes the first
 ceil(|Gamma|/2) QI of Gamma with Delta, **release 2** publishes all of Gamma with Delta (the
 setting's "experimental dataset"; with 1 QI both releases publish native-country). Release 1
-is identical for both methods. **sqlanon** plans release 2 with `earlier=[release1.as_earlier()]`
-(comparison constraint / cell rule); **independent** is the same planner without earlier
-releases (plain l-diversity). **Exposed** = records the comparison attack over both releases
-leaves with < l candidate values in some SA. `algorithm='auto'` (greedy and scalable on
-<= 2,000 records, plus **refine** when there is an earlier release; the lowest PREC kept,
-the column says which won), `max_suppression=1.0` so every setting yields numbers. PREC/DM
-are of release 2 unless marked R1; "cost" = sqlanon / independent. sqlanon's refine
-candidate plans every release-1 class (restricted to the current records) on its own, with
-the constraint checks still on, and the records release 1 did not publish together; pieces
-too small to be l-diverse join the nearest class that stays valid, else are suppressed.
-**refine-R1** is the outside reference it was built from (not a product code path): every
-release-1 class partitioned on its own by `plan_lhd` without earlier releases. An
-l-diverse piece of an l-diverse class shares all its >= l values with it, so both meet the
-constraint by construction (the attack confirms 0 exposed). They differ slightly because
-refine runs the greedy alone on classes of up to 12 records (scalable's fixed cost per call
-dominates thousands of tiny classes). Auto optimises PREC (DM only breaks ties), so DM may
-move either way.
+is identical for both methods. **sqlanon** plans release 2 with `prior=` the cells
+release 1 left (`Cells.empty(n).then(release1.class_id, Requirement.lhd(Delta, l))`: the
+cell rule on multisets); **independent** is the same planner with no prior (plain
+l-diversity). **Exposed** (records, after both releases) comes from `bench/attacker.py`,
+which rebuilds the cells from the two releases' classes alone (not from the planner's
+`Cells`), written *by cell / by subtraction / by comparison*: a cell (same class in both
+releases) with < l distinct values of some SA (the worst case: an attacker who knows
+memberships learns each cell's multiset); the multiset attacker (subtract a class's
+multiset from a class strictly containing it, to a fixed point, then intersect the
+candidates; `+` = stopped at its budget of derived sets, a lower bound); the seed's
+comparison attack (intersect the classes' distinct values); after the `;` the same three
+counts from the product's audit (`sqlanon.audit_core.audit_domain`), a separate
+implementation of the same checks. `algorithm='auto'` (greedy
+and scalable on <= 2,000 records, plus **refine** when there is a prior; the lowest PREC
+kept, the column says which won), `max_suppression=1.0` so every setting yields numbers.
+PREC/DM are of release 2 unless marked R1; "cost" = sqlanon / independent. sqlanon's
+refine candidate plans every release-1 cell on its own, with the cell checks still on,
+and the records release 1 did not publish together; pieces too small to be l-diverse
+join the nearest class that stays valid, else are suppressed. **refine-R1** is the
+outside reference it was built from (not a product code path): every release-1 class
+partitioned on its own by `plan_lhd` without a prior. An l-diverse piece of an l-diverse
+class is an l-diverse cell, so both meet the rule by construction (the attacker confirms
+0 exposed). They differ slightly because refine runs the greedy alone on classes of up to
+12 records (scalable's fixed cost per call dominates thousands of tiny classes). Auto
+optimises PREC (DM only breaks ties), so DM may move either way.
 
-Over all {len(all_rows)} settings: independent exposes {exposed_indep} records, sqlanon
-{exposed_safe}, the refine-R1 reference {exposed_ref}.
+Over all {len(all_rows)} settings (by cell / by subtraction / by comparison; the audit's):
+independent
+exposes {exposed_indep} records, sqlanon {exposed_safe}, the refine-R1 reference
+{exposed_ref}{f"; {incomplete} attacks stopped at their budget" if incomplete else ""}.
 Release-2 PREC relative to independent, over the {len(costly)} settings where independent
 PREC > 0.01: sqlanon {cost_range(lambda r: r.sqlanon.precision_loss)}, refine-R1
 {cost_range(lambda r: r.refined.precision_loss)}.
@@ -502,9 +569,10 @@ PREC > 0.01: sqlanon {cost_range(lambda r: r.sqlanon.precision_loss)}, refine-R1
 
 Seed 002 subset ({n:,} rows), 6 QI, SA capital-loss, l=2, `algorithm='auto'`, median of 5:
 
-- release without earlier releases: **{t_first:.2f} s** (auto kept {first.algorithm}; auto
+- release with no prior: **{t_first:.2f} s** (auto kept {first.algorithm}; auto
   runs both: greedy alone {per_alg["greedy"]:.2f} s, scalable alone {per_alg["scalable"]:.2f} s)
-- release 2 against release 1 (3 QI): **{t_second:.2f} s** (auto kept {second.algorithm})
+- release 2 with prior = the cells of a release 1 of 3 QI: **{t_second:.2f} s** (auto kept
+  {second.algorithm})
 
 ARX `adult.csv` ({arx_n:,} rows), 8 QI ({", ".join(quasi_names)}), SA occupation,
 `algorithm='scalable'`, one release, median of 3:
@@ -513,9 +581,9 @@ ARX `adult.csv` ({arx_n:,} rows), 8 QI ({", ".join(quasi_names)}), SA occupation
 |---|---|---|---|---|---|
 {speed_lines}
 
-Release 2 on ARX `adult.csv` (all 8 QI) against a release 1 of the first 4 QI ({
-        ", ".join(quasi_names[:4])
-    }; scalable), SA occupation, `max_suppression=1.0`, one run each:
+Release 2 on ARX `adult.csv` (all 8 QI) with prior = the cells of a release 1 of the first
+4 QI ({", ".join(quasi_names[:4])}; scalable), SA occupation, `max_suppression=1.0`, median
+of 3; exposed by cell / subtraction / comparison (`bench/attacker.py`; the audit's):
 
 | l | R1 classes | algorithm | seconds | kept | PREC | DM | suppressed | exposed |
 |---|---|---|---|---|---|---|---|---|

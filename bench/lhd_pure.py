@@ -3,12 +3,20 @@
 1. Seed 002's data: UCI ``adult.data``, rows without ``?`` and capital-loss > 0 (1,427
    rows), QI age, education, marital-status, occupation, sex, native-country (ARX
    hierarchies), greedy, l=2: release 1 publishes all six QI with SA capital-loss;
-   release 2 publishes three QI with capital-loss and hours-per-week under the comparison
-   constraint against release 1 (greedy and scalable). Also the four-SA release of the
+   release 2 publishes three QI with capital-loss and hours-per-week, planned with
+   ``prior=`` the cells release 1 left (the cell rule; greedy and scalable), and
+   ``checked`` nothing more (release 1 published only capital-loss). hours-per-week is
+   new: a release-1 class (a cell) with one hours-per-week value cannot be in a 2-diverse
+   class any more and is suppressed whole, so release 2 runs with ``max_suppression=1.0``
+   (about a fifth of the rows; the default 0.05 refuses). Also the four-SA release of the
    paper's experiment 2.
 2. ARX's ``adult.csv`` (30,162 rows): 8 QI, occupation sensitive, scalable, l = 2..5.
 
-Run: ``.venv/bin/python bench/lhd_pure.py [path/to/shared/data/adult]``.
+Exposed records after both releases come from ``bench/attacker.py`` (cells rebuilt from
+the releases' classes alone) and from the product's audit (``audit_domain``): by cell /
+by subtraction / by comparison.
+
+Run: ``PYTHONPATH=. .venv/bin/python bench/lhd_pure.py [path/to/shared/data/adult]``.
 """
 
 from __future__ import annotations
@@ -19,8 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from sqlanon.audit_core import AttackedRelease, audit_domain
 from sqlanon.hierarchy import load_directory
-from sqlanon.models.lhd import EarlierRelease, LhdPlan, comparison_attack, plan_lhd
+from sqlanon.models.cells import Cells, Requirement
+from sqlanon.models.lhd import LhdPlan, plan_lhd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attacker import Release, attack  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
 UCI_COLUMNS = [
@@ -59,7 +72,8 @@ def timed(label: str, **kwargs: object) -> LhdPlan:
     seconds = time.perf_counter() - start
     print(
         f"{label:<44} classes={plan.n_classes:>5} PREC={plan.precision_loss:.4f} "
-        f"DM={plan.dm:>10} suppressed={plan.suppressed:>4} seconds={seconds:.3f}"
+        f"DM={plan.dm:>10} suppressed={plan.suppressed:>4} held back={plan.held_back:>4} "
+        f"seconds={seconds:.3f}"
     )
     return plan
 
@@ -78,19 +92,41 @@ def main() -> None:
         l=2,
         algorithm="greedy",
     )
-    earlier: list[EarlierRelease] = [first.as_earlier()]
+    prior = Cells.empty(first.class_id.size).then(
+        first.class_id, Requirement.lhd(first.sensitive, first.l)
+    )
+    second_sa = ["capital-loss", "hours-per-week"]
     for algorithm in ("greedy", "scalable"):
         second = timed(
-            f"{algorithm} 3 QI, 2 SA, l=2 vs release 1",
+            f"{algorithm} 3 QI, 2 SA, l=2, prior release 1",
             quasi={q: seed[q] for q in ["age", "sex", "native-country"]},
-            sensitive={s: seed[s] for s in ["capital-loss", "hours-per-week"]},
+            sensitive={s: seed[s] for s in second_sa},
             hierarchies=hierarchies,
             l=2,
-            earlier=earlier,
+            prior=prior,
             algorithm=algorithm,
+            max_suppression=1.0,
         )
-        attack = comparison_attack([*earlier, second.as_earlier()], 2)
-        print(f"  comparison attack over both: {attack.exposed_records.size} records exposed")
+        exposure = attack(
+            {s: seed[s] for s in second_sa},
+            [
+                Release.lhd(first.class_id, first.sensitive, 2),
+                Release.lhd(second.class_id, second.sensitive, 2),
+            ],
+        )
+        cell, subtraction, comparison = exposure.counts()
+        audit = audit_domain(
+            {s: seed[s] for s in second_sa},
+            [
+                AttackedRelease(first.class_id, Requirement.lhd(first.sensitive, 2)),
+                AttackedRelease(second.class_id, Requirement.lhd(second.sensitive, 2)),
+            ],
+        )[-1].counts()
+        print(
+            f"  exposed over both (cell / subtraction / comparison): "
+            f"{cell} / {subtraction} / {comparison}; the audit's: {audit['by_cell']} / "
+            f"{audit['by_subtraction']} / {audit['by_comparison']}"
+        )
     timed(
         "greedy 6 QI, 4 SA, l=2",
         quasi={q: seed[q] for q in SEED_QI},

@@ -1,11 +1,11 @@
 """lHD-diversity releases on a database: hierarchies in the catalog, releases, history.
 
 The release reuses the (k,e) machinery of :mod:`sqlanon.release` (source checks, state
-diff, member state, view, catalog row) around the pure planner
-:func:`sqlanon.models.lhd.plan_lhd`. Every earlier release of the same source that
-shares a sensitive attribute (lHD versions of any family, and (k,e) releases whose
-sensitive column is published here) constrains the new one (MODELS.md, comparison
-constraint); they are read back as :class:`EarlierRelease` objects.
+diff, domain and cells, member state, view, catalog row) around the pure planner
+:func:`sqlanon.models.lhd.plan_lhd`. Every earlier release of the domain (every family,
+both models) constrains the new one through the cells it left (MODELS.md, "Cells").
+:func:`earlier_release` reads a published release back as the seed's
+:class:`EarlierRelease` (distinct values per class), for the seed's comparison attack.
 
 Hierarchies are stored per dataset (the source table's name, without schema) and
 attribute. An attribute matches a column case-insensitively with ``-`` and ``_`` taken
@@ -174,30 +174,6 @@ def _hierarchies(
                 f"with SELECT sqlanon_load_hierarchies('{src.table}', '<folder>') from a "
                 f"file {src.table}_hierarchy_{column}.csv (ARX format)"
             )
-    return found
-
-
-def related_releases(
-    session: Session, source: str, sensitive: Sequence[str]
-) -> list[tuple[catalog.Release, list[str]]]:
-    """Every release of ``source`` sharing a sensitive attribute, oldest first, with the
-    attributes it shares."""
-    order = {
-        (f, v): i
-        for i, (f, v) in enumerate(
-            session.query("SELECT family, version FROM sqlanon.releases ORDER BY created_at")
-        )
-    }
-    found = []
-    for r in catalog.releases(session):
-        if r.parameters.get("source") != source:
-            continue
-        published = r.parameters.get("sensitive")
-        published = [published] if isinstance(published, str) else list(published or [])
-        shared = [s for s in published if s in sensitive]
-        if shared:
-            found.append((r, shared))
-    found.sort(key=lambda item: (order[(item[0].family, item[0].version)], item[0].version))
     return found
 
 

@@ -356,3 +356,20 @@ def test_shuffled_values_stay_in_their_group():
     shown = values[p]
     assert sorted(shown[:2].tolist()) == [10.0, 20.0]
     assert sorted(shown[2:].tolist()) == [30.0, 40.0, 50.0]
+
+
+def test_plan_in_cells_keeps_old_cells_whole_or_leaves_them_out() -> None:
+    """Cells an lHD release left (requirement: 2 distinct values of v) join a (k,e)
+    release whole when they meet (k,e) on v, else stay out whole (suppressed: they were
+    published); new records are planned as plan_release plans them."""
+    from sqlanon.models.cells import Cells, Requirement
+
+    cells = Cells.empty(7).then(np.array([0, 0, 1, 1, -1, -1, -1]), Requirement.lhd(["v"], 2))
+    values = np.array([100, 900, 110, 111, 500, 600, 700])
+    plan = ke.plan_in_cells(values, cells, "v", 2, 5)
+    assert plan.group[0] == plan.group[1] >= 0  # {100, 900}: kept whole
+    assert plan.group[2] == plan.group[3] == -1  # {110, 111}: spans 1 < e, left out
+    assert (plan.suppressed, plan.held_back) == (2, 0)
+    assert (plan.group[4:] >= 0).all()
+    nothing = ke.plan_in_cells(values[:4], cells.select(np.arange(4)), "v", 3, 5)
+    assert (nothing.group == -1).all() and (nothing.suppressed, nothing.held_back) == (4, 0)

@@ -334,6 +334,8 @@ class KePlan:
     the same group in every version), dense ids 0..c-1, -1 = held back.
     ``static_optimum``: sum of errors of the best single release of all candidates (unsafe
     to publish after earlier versions; the yardstick), None when that is infeasible.
+    ``held_back`` counts the records left out that no release has published yet,
+    ``suppressed`` (``plan_in_cells`` only) those an earlier release of the domain did.
     """
 
     group: np.ndarray
@@ -342,6 +344,7 @@ class KePlan:
     groups: int
     held_back: int
     static_optimum: float | None = None
+    suppressed: int = 0  # plan_in_cells: left out though an earlier release published them
 
 
 POLICIES = ("auto", "merge", "defer", "paper")
@@ -497,7 +500,7 @@ def plan_in_cells(
     cell = np.where(eligible, prior.cell, -1)
     group = np.full(v.size, -1, dtype=np.int64)
     if not eligible.any():
-        return KePlan(group, group.copy(), 0.0, 0, int(v.size), None)
+        return KePlan(group, group.copy(), 0.0, 0, int((~old).sum()), None, int(old.sum()))
     chosen = np.flatnonzero(eligible)
     plan = plan_release(
         v[chosen], cell[chosen], cell[chosen], k, e, policy, hold_penalty=hold_penalty
@@ -505,7 +508,13 @@ def plan_in_cells(
     group[chosen] = plan.group
     planned = np.full(v.size, -1, dtype=np.int64)
     planned[chosen] = plan.cell
-    return dataclasses.replace(plan, group=group, cell=planned, held_back=int((group < 0).sum()))
+    return dataclasses.replace(
+        plan,
+        group=group,
+        cell=planned,
+        held_back=int(((group < 0) & ~old).sum()),
+        suppressed=int(((group < 0) & old).sum()),
+    )
 
 
 def _static_optimum(data: _Sorted, k: int, e: float) -> float | None:
