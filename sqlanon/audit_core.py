@@ -186,6 +186,15 @@ class _Cells:
     need_distinct: np.ndarray
     need_spread: np.ndarray
 
+    @staticmethod
+    def empty(n: int, attributes: int) -> _Cells:
+        """``n`` records, none published yet."""
+        return _Cells(
+            np.full(n, -1, dtype=np.int64),
+            np.zeros((0, attributes), dtype=np.int64),
+            np.zeros((0, attributes), dtype=np.float64),
+        )
+
     @property
     def count(self) -> int:
         return int(self.need_distinct.shape[0])
@@ -427,11 +436,7 @@ def audit_domain(
     releases 1..t), for the records 0..n-1 of the domain (see the module docstring)."""
     n, attributes, groups = _validate(values, releases)
     encoded = [_Encoded.of(a, values[a]) for a in attributes]
-    cells = _Cells(
-        np.full(n, -1, dtype=np.int64),
-        np.zeros((0, len(attributes)), dtype=np.int64),
-        np.zeros((0, len(attributes)), dtype=np.float64),
-    )
+    cells = _Cells.empty(n, len(attributes))
     exposed = np.zeros(n, dtype=bool)
     out = []
     for t, r in enumerate(releases):
@@ -477,11 +482,7 @@ def candidates(
         raise ConfigError(f"attack must be 'subtraction' or 'comparison', not {attack!r}")
     n, attributes, groups = _validate(values, releases)
     encoded = [_Encoded.of(a, values[a]) for a in attributes]
-    cells = _Cells(
-        np.full(n, -1, dtype=np.int64),
-        np.zeros((0, len(attributes)), dtype=np.int64),
-        np.zeros((0, len(attributes)), dtype=np.float64),
-    )
+    cells = _Cells.empty(n, len(attributes))
     for g, r in zip(groups, releases, strict=True):
         cells = cells.then(g, *_requirement_rows(r, attributes))
     prefix = [

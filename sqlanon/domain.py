@@ -219,13 +219,15 @@ def refuse_missing(
     )
 
 
-def refuse_changed(keys: np.ndarray, changed: np.ndarray, domain: str) -> None:
+def refuse_changed(keys: np.ndarray, changed: np.ndarray, where: str, what: str) -> None:
+    """Refuse when records published in ``where`` (a family or a domain, as words)
+    changed ``what`` (which values); names up to 10 keys."""
     if changed.any():
         shown = ", ".join(str(k) for k in keys[changed][:10])
         raise UnsafeReleaseError(
-            f"{int(changed.sum())} records published in domain {domain!r} changed a "
-            f"sensitive value its releases constrain (keys {shown}); republishing them would "
-            "expose the change. Restore the published values; updates are not supported yet"
+            f"{int(changed.sum())} records published in {where} changed {what} (keys "
+            f"{shown}); republishing them would expose the change. Restore the published "
+            "values; updates are not supported yet"
         )
 
 

@@ -211,13 +211,7 @@ def _refuse_deleted(
 
 
 def _refuse_changed(keys: np.ndarray, changed: np.ndarray, family: str) -> None:
-    if changed.any():
-        shown = ", ".join(str(k) for k in keys[changed][:10])
-        raise UnsafeReleaseError(
-            f"{int(changed.sum())} records published in {family!r} changed a quasi or "
-            f"sensitive value (keys {shown}); republishing them would expose the change. "
-            "Restore the published values; updates are not supported yet"
-        )
+    domain.refuse_changed(keys, changed, repr(family), "a quasi or sensitive value")
 
 
 @dataclass(frozen=True)
@@ -269,7 +263,12 @@ class DomainScope:
             return Cells.empty(keys.size)
         raw = rows["domain_cell"].astype(np.int64)
         domain.refuse_missing(session, src, key, self.last, int((raw >= 0).sum()))
-        domain.refuse_changed(keys, (raw >= 0) & rows["value_changed"].astype(bool), self.name)
+        domain.refuse_changed(
+            keys,
+            (raw >= 0) & rows["value_changed"].astype(bool),
+            f"domain {self.name!r}",
+            "a sensitive value its releases constrain",
+        )
         return domain.read_cells(session, self.last, raw)
 
 
