@@ -19,7 +19,7 @@ from sqlanon.errors import ConfigError
 def migrate(session: Session) -> list[str]:
     """Apply the dialect's pending migrations; returns the names applied now."""
     with session.transaction():
-        for statement in _statements(sqltext.load(session.dialect, "bootstrap")):
+        for statement in sqltext.statements(sqltext.load(session.dialect, "bootstrap")):
             session.execute(statement)
     applied = {row[0] for row in session.query("SELECT name FROM sqlanon.migrations")}
     done = []
@@ -27,7 +27,7 @@ def migrate(session: Session) -> list[str]:
         if name in applied:
             continue
         with session.transaction():
-            for statement in _statements(text):
+            for statement in sqltext.statements(text):
                 session.execute(statement)
             if name in _DATA_STEPS:
                 _DATA_STEPS[name](session)
@@ -53,12 +53,6 @@ _DATA_STEPS: dict[str, Callable[[Session], None]] = {
     "003_ke_bounds_runs": _rebuild_ke_bounds,
     "005_domains": _rebuild_domains,
 }
-
-
-def _statements(text: str) -> list[str]:
-    """Split a migration file on ``;`` at line ends (the files hold no procedural code)."""
-    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip().strip(";")]
 
 
 @dataclass(frozen=True)

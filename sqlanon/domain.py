@@ -213,9 +213,10 @@ def refuse_missing(
     raise UnsafeReleaseError(
         f"{int(expected - seen)} records that releases of domain {last.domain!r} published "
         f"are not in {src.label} (keys {', '.join(missing)}); their values stay in their "
-        "cells, so a release must see them. Restore them or release from the full table "
-        "(deletions are not supported yet); if this source holds other people, give "
-        "another domain := name"
+        "cells, so a release must see them. The domain is released from several sources "
+        "(deletions are taken from a domain with one source only): restore them or "
+        "release from the full table; if this source holds other people, give another "
+        "domain := name"
     )
 
 
@@ -227,7 +228,8 @@ def refuse_changed(keys: np.ndarray, changed: np.ndarray, where: str, what: str)
         raise UnsafeReleaseError(
             f"{int(changed.sum())} records published in {where} changed {what} (keys "
             f"{shown}); republishing them would expose the change. Restore the published "
-            "values; updates are not supported yet"
+            "values (the domain is released from several sources: changes are taken from a "
+            "domain with one source only)"
         )
 
 

@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, sqltext
+from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke, ke_bounds
 from sqlanon.models.cells import Cells, Requirement, failing_cells
+from sqlanon.models.chain import chain_check
 
 KE_POLICIES = ("auto", "merge", "defer", "paper")
 _NUMERIC = re.compile(
@@ -183,37 +184,6 @@ def _profile_source(session: Session, source: Source, key: str, sensitive: str |
     return int(n)
 
 
-def _refuse_deleted(
-    session: Session, source: Source, key: str, last: catalog.Release, still_there: int
-) -> None:
-    """Refuse when records the last version published are gone from the source.
-
-    ``still_there`` counts the source rows whose key the last version published; only when
-    it falls short of what that version published does the anti-join run to name them.
-    """
-    if still_there >= last.rows_published:
-        return
-    family, version = last.family, last.version
-    q = session.quote_ident
-    deleted = [
-        r[0]
-        for r in session.query(
-            _sql(session, "deleted_keys", key=q(key), source=source.qualified(session)),
-            [family, version],
-        )
-    ]
-    if deleted:
-        raise UnsafeReleaseError(
-            f"records published in {family!r} version {version} were deleted from "
-            f"{source.label} (keys {', '.join(deleted)}); republishing without them would "
-            "expose them by difference. Restore them; deletions are not supported yet"
-        )
-
-
-def _refuse_changed(keys: np.ndarray, changed: np.ndarray, family: str) -> None:
-    domain.refuse_changed(keys, changed, repr(family), "a quasi or sensitive value")
-
-
 @dataclass(frozen=True)
 class DomainScope:
     """A release's place in its domain (:mod:`sqlanon.domain`): the domain's latest
@@ -248,28 +218,6 @@ class DomainScope:
             None if other is None else other.version,
             1 if own else 0,
         ]
-
-    def prior(
-        self,
-        session: Session,
-        src: Source,
-        key: str,
-        keys: np.ndarray,
-        rows: dict[str, np.ndarray],
-    ) -> Cells:
-        """The cells the domain's earlier releases left the source's records in, after
-        refusing records missing from the source and changed constrained values."""
-        if self.last is None:
-            return Cells.empty(keys.size)
-        raw = rows["domain_cell"].astype(np.int64)
-        domain.refuse_missing(session, src, key, self.last, int((raw >= 0).sum()))
-        domain.refuse_changed(
-            keys,
-            (raw >= 0) & rows["value_changed"].astype(bool),
-            f"domain {self.name!r}",
-            "a sensitive value its releases constrain",
-        )
-        return domain.read_cells(session, self.last, raw)
 
 
 def open_domain(
@@ -359,12 +307,17 @@ def load_members(
     )
 
 
-def write_members(session: Session, family: str, version: int) -> None:
+def write_members(session: Session, family: str, version: int, *, ghosts: bool = False) -> None:
     """Store ``_sqlanon_members`` (:func:`load_members`) in ``sqlanon.members`` as this
     version of ``family``, then drop it. Records with a group are 'published', records
-    with a cell but no group 'suppressed', the others 'held_back'."""
+    with a cell but no group 'suppressed', the others 'held_back'. With ``ghosts``, the
+    ghosts of ``_sqlanon_ghost_members`` too (and ``_sqlanon_ghost_values`` is dropped)."""
     session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
     session.execute("DROP TABLE _sqlanon_members")
+    if ghosts:
+        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
+        session.execute("DROP TABLE _sqlanon_ghost_members")
+        session.execute("DROP TABLE _sqlanon_ghost_values")
 
 
 def publish_view(session: Session, family: str, table: str) -> None:
@@ -444,6 +397,7 @@ def release_ke(
         source_rows = _profile_source(session, src, key, sensitive)
 
         q = session.quote_ident
+        others = [a for a in scope.attributes if a != sensitive]
         read = _sql(
             session,
             "ke_read_source",
@@ -451,6 +405,7 @@ def release_ke(
             sensitive=q(sensitive),
             hashed=_idents(session, [*quasi, sensitive], "src"),
             **scope.hashes(session, key),
+            columns=_idents(session, others or [sensitive], "src"),
             source=src.qualified(session),
         )
         # Read only what this release needs (each column of 10^6 rows costs PostgreSQL
@@ -465,9 +420,9 @@ def release_ke(
             "value_hash",
         ]
         if last is not None:
-            wanted += ["prev_group", "published_before", "changed"]
+            wanted += ["prev_group", "published_before", "known", "changed"]
         if scope.last is not None:
-            wanted += ["domain_cell", "value_changed"]
+            wanted += ["domain_cell", "value_changed", *(q(a) for a in others)]
         read = f"SELECT {', '.join(wanted)} FROM ({read}\n) AS r"  # noqa: S608
         rows = session.query_arrays(read, scope.read_parameters(family, last))
         keys, values = rows["record_key"], rows["s"].astype(np.float64)
@@ -480,20 +435,52 @@ def release_ke(
                 f"sensitive column {sensitive!r} has {int(bad.sum())} NaN or infinite values "
                 f"(keys {shown}); fix or filter them"
             )
+        if scope.last is None:
+            rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
+        changes = live.apply_changes(session, scope.name, scope.last, last, src, key, keys, rows)
+        ghosts = live.read_ghosts(
+            session, scope.name, scope.last, family, last, src, scope.attributes
+        )
+        live_rows = keys.size
         own_group = np.full(keys.size, -1, dtype=np.int64)
         if last is not None:
-            published_before = rows["published_before"].astype(bool)
-            _refuse_deleted(session, src, key, last, int(published_before.sum()))
-            _refuse_changed(keys, published_before & rows["changed"].astype(bool), family)
-            own_group = np.where(published_before, rows["prev_group"], -1).astype(np.int64)
-        prior = scope.prior(session, src, key, keys, rows)
+            own_group = np.where(rows["published_before"], rows["prev_group"], -1).astype(np.int64)
+        if ghosts.count:
+            keys = np.concatenate([keys.astype(str).astype(object), ghosts.ids])
+            values = np.concatenate([values, ghosts.values[sensitive].astype(np.float64)])
+            own_group = np.concatenate(
+                [own_group, np.where(ghosts.published_before, ghosts.prev_group, -1)]
+            )
+        raw_cell = np.concatenate([rows["domain_cell"].astype(np.int64), ghosts.cell])
+        prior = domain.read_cells(session, scope.last, raw_cell)
+        attribute_values = {sensitive: values}
+        for a in others:
+            attribute_values[a] = np.concatenate([rows[a], ghosts.values[a]])
+        chains = live.chains(session, scope.name, keys)
 
-        plan = ke.plan_in_cells(values, prior, sensitive, k, e, policy, own_group=own_group)
-        cells = prior.then(plan.group, Requirement.ke(sensitive, k, e))
+        def planned(keep: np.ndarray) -> tuple[np.ndarray, ke.KePlan]:
+            idx = np.flatnonzero(keep)
+            p = ke.plan_in_cells(
+                values[idx], prior.select(idx), sensitive, k, e, policy, own_group=own_group[idx]
+            )
+            group = np.full(keys.size, -1, dtype=np.int64)
+            group[idx] = p.group
+            return group, p
+
+        group, plan, cells, chain_held = plan_live(
+            planned, prior, Requirement.ke(sensitive, k, e), attribute_values, chains
+        )
         if policy != "paper":
             _refuse_unsafe(prior, cells, {sensitive: values})
-        chosen = plan.group >= 0
-        if not chosen.any():
+        chosen = group >= 0
+        published_before = np.zeros(keys.size, dtype=bool)
+        if last is not None:
+            published_before[:live_rows] = rows["published_before"]
+            published_before[live_rows:] = ghosts.published_before
+        if not changes.any and ghosts.count == changes.ghosts_before and last is not None:
+            if not (chosen & ~published_before).any():
+                return {**_summary(last), "unchanged": True}
+        if not chosen[:live_rows].any():
             raise InfeasibleError(
                 f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
                 f"{int((prior.cell >= 0).sum())} were published by earlier releases of domain "
@@ -502,22 +489,151 @@ def release_ke(
             )
         if progress is not None:
             progress("groups built", int(plan.groups))
-        donor = ke.permute_within_groups(plan.group, ke.secure_rng(seed))
+        ghost_rows = int(chosen[live_rows:].sum())
+        _write_ke(
+            session,
+            src,
+            key,
+            quasi,
+            sensitive,
+            table,
+            keys,
+            values,
+            group,
+            cells,
+            rows,
+            live_rows,
+            seed,
+            ghosts,
+        )
+        if progress is not None:
+            progress("rows written", int(chosen.sum()))
+        publish_view(session, family, table)
+        grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
+        live.keep_values(session, scope.name, src, key, scope.attributes)
+        write_members(session, family, version, ghosts=ghosts.count > 0)
+        domain.write_cells(session, family, version, cells)
+        never = prior.cell < 0
+        summary = catalog.Release(
+            family=family,
+            version=version,
+            table_name=table,
+            model="ke",
+            source=src.label,
+            parameters=parameters,
+            rows_published=int(chosen[:live_rows].sum()),
+            held_back=int((~chosen & never).sum()),
+            suppressed=int((~chosen & ~never).sum()),
+            groups=int(plan.groups),
+            sum_of_errors=float(plan.sum_of_errors),
+            source_rows=source_rows,
+            metrics={
+                "static_optimum": plan.static_optimum,
+                **changes.as_metrics(),
+                "ghosts": ghost_rows,
+                "chain_held_back": chain_held,
+            },
+            domain=scope.name,
+            seq=scope.seq,
+        )
+        catalog.record_release(session, summary)
+    return _summary(summary)
+
+
+def _write_ke(
+    session: Session,
+    src: Source,
+    key: str,
+    quasi: Sequence[str],
+    sensitive: str,
+    table: str,
+    keys: np.ndarray,
+    values: np.ndarray,
+    group: np.ndarray,
+    cells: Cells,
+    rows: dict[str, np.ndarray],
+    live_rows: int,
+    seed: int | None,
+    ghosts: live.Ghosts,
+) -> None:
+    """Write the release table and its bounds, and load the records' state for
+    :func:`write_members`. Records ``live_rows`` and after are ghosts."""
+    q = session.quote_ident
+    chosen = group >= 0
+    donor = ke.permute_within_groups(group, ke.secure_rng(seed))
+    published = np.flatnonzero(chosen)
+    order = random_order(published.size, seed)
+    # The rows go into the temporary table in the release's order, held-back ones
+    # last: the join streams them so and the sort by ord finds them sorted (10^6
+    # rows: 0.3 s less). The ORDER BY alone decides the published order.
+    layout = np.empty(published.size, dtype=np.int64)
+    layout[order] = published
+    layout = np.concatenate([layout, np.flatnonzero(~chosen)])
+    ord_ = np.full(len(chosen), -1, dtype=np.int64)
+    ord_[published] = order
+    if ghosts.count:
+        # Ghost slots take part in the shuffle; every value is looked up by record
+        # (key as text or ghost id) among the source's and the ghosts' kept values.
+        live_layout = layout[layout < live_rows]
+        ghost_layout = layout[layout >= live_rows]
+        load_members(
+            session,
+            keys[live_layout],
+            "VARCHAR",
+            group[live_layout],
+            cells.cell[live_layout],
+            rows["row_hash"][live_layout],
+            rows["value_hash"][live_layout],
+            extra={
+                "s_key": (keys[donor][live_layout], "VARCHAR"),
+                "ord": (ord_[live_layout], "BIGINT"),
+            },
+        )
+        session.load_temp(
+            "_sqlanon_ghost_members",
+            {
+                "record_key": keys[ghost_layout],
+                "group_id": group[ghost_layout],
+                "cell_id": cells.cell[ghost_layout],
+                "s_key": keys[donor][ghost_layout],
+                "ord": ord_[ghost_layout],
+            },
+            {
+                "record_key": "VARCHAR",
+                "group_id": "INTEGER",
+                "cell_id": "BIGINT",
+                "s_key": "VARCHAR",
+                "ord": "BIGINT",
+            },
+        )
+        session.execute("DROP TABLE IF EXISTS _sqlanon_values")
+        session.execute(
+            _sql(
+                session,
+                "ke_ghost_values",
+                key=q(key),
+                sensitive=q(sensitive),
+                source=src.qualified(session),
+            )
+        )
+        session.execute(
+            _sql(
+                session,
+                "ke_write_release_ghosts",
+                release=q(table),
+                quasi_q=_idents(session, quasi, "q"),
+                sensitive=q(sensitive),
+                source=src.qualified(session),
+                key=q(key),
+            )
+        )
+        session.execute("DROP TABLE _sqlanon_values")
+    else:
         join_keys, key_type = _join_keys(keys, src.columns[key])
         # Exact integer values travel with the assignment; others are read back from the
         # source record they belong to, in the column's own type. Held-back records
         # (group -1) carry their own key, no value and no place in the release.
         exact = _exact_integers(src.columns[sensitive], values)
-        published = np.flatnonzero(chosen)
-        order = random_order(published.size, seed)
-        # The rows go into the temporary table in the release's order, held-back ones
-        # last: the join streams them so and the sort by ord finds them sorted (10^6
-        # rows: 0.3 s less). The ORDER BY alone decides the published order.
-        layout = np.empty(published.size, dtype=np.int64)
-        layout[order] = published
-        layout = np.concatenate([layout, np.flatnonzero(~chosen)])
-        ord_ = np.full(len(chosen), -1, dtype=np.int64)
-        ord_[published] = order
         if exact:
             donor_values = np.where(chosen, values[donor], 0).astype(np.int64)
             donated = {"s": (donor_values[layout], src.columns[sensitive])}
@@ -527,7 +643,7 @@ def release_ke(
             session,
             join_keys[layout],
             key_type,
-            plan.group[layout],
+            group[layout],
             cells.cell[layout],
             rows["row_hash"][layout],
             rows["value_hash"][layout],
@@ -544,42 +660,58 @@ def release_ke(
                 key=q(key),
             )
         )
-        if progress is not None:
-            progress("rows written", int(chosen.sum()))
-        by_group = _by_group_and_value(values, plan.group)
-        _write_bounds(
-            session,
-            f"{q('sqlanon')}.{q(table + '_bounds')}",
-            q(table),
-            q(sensitive),
-            src.columns[sensitive],
-            values[by_group],
-            plan.group[by_group],
+    by_group = _by_group_and_value(values, group)
+    _write_bounds(
+        session,
+        f"{q('sqlanon')}.{q(table + '_bounds')}",
+        q(table),
+        q(sensitive),
+        src.columns[sensitive],
+        values[by_group],
+        group[by_group],
+    )
+
+
+def plan_live(
+    planned: Callable[[np.ndarray], tuple[np.ndarray, Any]],
+    prior: Cells,
+    requirement: Requirement,
+    values: dict[str, np.ndarray],
+    chains: Sequence[tuple[int, ...]],
+) -> tuple[np.ndarray, Any, Cells, int]:
+    """Plan a release under the cell rule and the chain rule (MODELS.md, "Changing
+    tables"). ``planned(keep)`` plans the records ``keep`` and returns every record's
+    group (-1: absent) and the model's plan. A new incarnation of a changed record whose
+    chain (or a cell its chain touches) would break the chain rule is held back and the
+    release planned again without it, until nothing breaks. Returns the group, the
+    plan, the cells after, and how many new incarnations were held back so."""
+    keep = np.ones(prior.cell.size, dtype=bool)
+    while True:
+        group, plan = planned(keep)
+        cells = prior.then(group, requirement)
+        published = [tuple(i for i in c if cells.cell[i] >= 0) for c in chains]
+        published = [c for c in published if len(c) >= 2]
+        if not published:
+            return group, plan, cells, int((~keep).sum())
+        attributes = [a for a in cells.attributes if a in values]
+        check = chain_check(
+            cells, values, [live.chain_links(c, values, attributes) for c in published]
         )
-        publish_view(session, family, table)
-        grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
-        write_members(session, family, version)
-        domain.write_cells(session, family, version, cells)
-        never = prior.cell < 0
-        summary = catalog.Release(
-            family=family,
-            version=version,
-            table_name=table,
-            model="ke",
-            source=src.label,
-            parameters=parameters,
-            rows_published=int(chosen.sum()),
-            held_back=int((~chosen & never).sum()),
-            suppressed=int((~chosen & ~never).sum()),
-            groups=int(plan.groups),
-            sum_of_errors=float(plan.sum_of_errors),
-            source_rows=source_rows,
-            metrics={"static_optimum": plan.static_optimum},
-            domain=scope.name,
-            seq=scope.seq,
-        )
-        catalog.record_release(session, summary)
-    return _summary(summary)
+        new = (prior.cell < 0) & (group >= 0)
+        failing_cells = set(np.flatnonzero(check.failing_cells).tolist())
+        hold: set[int] = set()
+        for chain, failing in zip(published, check.failing_chains.tolist(), strict=True):
+            if failing or failing_cells & {int(cells.cell[i]) for i in chain}:
+                hold |= {i for i in chain if new[i]}
+        if not hold:
+            if check.failing_chains.any() or failing_cells:
+                raise UnsafeReleaseError(
+                    f"{int(check.failing_chains.sum())} chains of changed records and "
+                    f"{len(failing_cells)} cells break the chain rule and holding back the "
+                    "new values cannot mend them; nothing was published; please report this"
+                )
+            return group, plan, cells, int((~keep).sum())
+        keep[list(hold)] = False
 
 
 def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> tuple[int, float]:

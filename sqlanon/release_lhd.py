@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, sqltext
+from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, load_directory
@@ -37,14 +37,13 @@ from sqlanon.release import (
     _check_unchanged,
     _idents,
     _profile_source,
-    _refuse_changed,
-    _refuse_deleted,
     _refuse_unsafe,
     _sql,
     _summary,
     grant_readers,
     load_members,
     open_domain,
+    plan_live,
     publish_view,
     random_order,
     resolve_source,
@@ -175,6 +174,27 @@ def _hierarchies(
                 f"file {src.table}_hierarchy_{column}.csv (ARX format)"
             )
     return found
+
+
+def _ghost_stand_ins(cell: np.ndarray, live_rows: int) -> np.ndarray:
+    """For each ghost (records ``live_rows`` and after), a live record whose quasi-
+    identifiers it stands in with for planning: a random live member of its cell, else
+    one random live record for every ghost of that cell. A ghost has no QI of its own;
+    the release shows it with its class's labels only."""
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    live_cell = cell[:live_rows]
+    order = np.argsort(live_cell, kind="stable")
+    ordered = live_cell[order]
+    ghost_cell = cell[live_rows:]
+    start = np.searchsorted(ordered, ghost_cell, "left")
+    count = np.searchsorted(ordered, ghost_cell, "right") - start
+    pick = start + np.floor(rng.random(ghost_cell.size) * np.maximum(count, 1)).astype(np.int64)
+    at = np.where(count > 0, order[np.minimum(pick, live_rows - 1)], -1)
+    orphan = count == 0
+    if orphan.any():
+        ids, inverse = np.unique(ghost_cell[orphan], return_inverse=True)
+        at[orphan] = rng.integers(0, live_rows, ids.size)[inverse.reshape(-1)]
+    return at
 
 
 def earlier_release(
@@ -342,10 +362,6 @@ def release_lhd(
         keys = rows["record_key"]
         if progress is not None:
             progress("rows read", int(keys.size))
-        published_before = rows["published_before"].astype(bool)
-        if last is not None:
-            _refuse_deleted(session, src, key, last, int(published_before.sum()))
-        _refuse_changed(keys, published_before & rows["changed"].astype(bool), family)
         for column in quasi:
             missing = np.array([v is None or v != v for v in rows[column].tolist()])
             if missing.any():
@@ -354,51 +370,107 @@ def release_lhd(
                     f"quasi column {column!r} has {int(missing.sum())} NULL values (keys "
                     f"{shown}); fill or filter them"
                 )
-        hierarchies = _hierarchies(session, src, quasi, rows)
         if scope.last is None:
             rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
-        prior = scope.prior(session, src, key, keys, rows)
-        plan = plan_lhd(
-            {c: rows[c] for c in quasi},
-            {s: rows[s] for s in sensitive},
-            hierarchies,
-            int(l),
-            prior,
-            algorithm,
-            float(max_suppression),
-            checked={a: rows[a] for a in checked},
+        changes = live.apply_changes(session, scope.name, scope.last, last, src, key, keys, rows)
+        ghosts = live.read_ghosts(
+            session, scope.name, scope.last, family, last, src, scope.attributes
         )
-        cells = prior.then(plan.class_id, Requirement.lhd(sensitive, int(l)))
-        _refuse_unsafe(prior, cells, {a: rows[a] for a in [*sensitive, *checked]})
-        chosen = plan.class_id >= 0
+        live_rows = keys.size
+        raw_cell = np.concatenate([rows["domain_cell"].astype(np.int64), ghosts.cell])
+        prior = domain.read_cells(session, scope.last, raw_cell)
+        data = {c: rows[c] for c in quasi}
+        if ghosts.count:
+            keys = np.concatenate([keys.astype(object), ghosts.ids])
+            at = _ghost_stand_ins(prior.cell, live_rows)
+            data = {c: np.concatenate([rows[c], rows[c][at]]) for c in quasi}
+        hierarchies = _hierarchies(session, src, quasi, rows)
+        attribute_values = {
+            a: np.concatenate([np.asarray(rows[a], dtype=object), ghosts.values[a]])
+            if ghosts.count
+            else rows[a]
+            for a in [*sensitive, *checked]
+        }
+        chains = live.chains(session, scope.name, keys)
+
+        def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
+            idx = np.flatnonzero(keep)
+            p = plan_lhd(
+                {c: data[c][idx] for c in quasi},
+                {s: attribute_values[s][idx] for s in sensitive},
+                hierarchies,
+                int(l),
+                prior.select(idx),
+                algorithm,
+                float(max_suppression),
+                checked={a: attribute_values[a][idx] for a in checked},
+            )
+            group = np.full(keys.size, -1, dtype=np.int64)
+            group[idx] = p.class_id
+            return group, (p, idx)
+
+        class_id, (plan, planned_rows), cells, chain_held = plan_live(
+            planned, prior, Requirement.lhd(sensitive, int(l)), attribute_values, chains
+        )
+        _refuse_unsafe(prior, cells, attribute_values)
+        chosen = class_id >= 0
+        published_before = np.zeros(keys.size, dtype=bool)
+        if last is not None:
+            published_before[:live_rows] = rows["published_before"].astype(bool)
+            published_before[live_rows:] = ghosts.published_before
+        if not changes.any and ghosts.count == changes.ghosts_before and last is not None:
+            if not (chosen & ~published_before).any():
+                return {**_summary(last), "unchanged": True}
         if progress is not None:
             progress("groups built", int(plan.n_classes))
+        labels = {c: np.full(keys.size, None, dtype=object) for c in quasi}
+        for c in quasi:
+            labels[c][planned_rows] = plan.labels(c)
+        is_ghost = np.arange(keys.size) >= live_rows
+        class_ghosts = np.bincount(class_id[chosen & is_ghost], minlength=max(plan.n_classes, 1))
         session.load_temp(
             "_sqlanon_lhd",
             {
                 "record_key": keys[chosen],
-                "class_id": plan.class_id[chosen],
+                "class_id": class_id[chosen],
+                "class_ghosts": class_ghosts[class_id[chosen]],
                 "ord": random_order(int(chosen.sum()), seed),
-                **{c: plan.labels(c)[chosen] for c in quasi},
+                **{c: labels[c][chosen] for c in quasi},
             },
             {
                 "record_key": "VARCHAR",
                 "class_id": "INTEGER",
+                "class_ghosts": "INTEGER",
                 "ord": "BIGINT",
                 **dict.fromkeys(quasi, "VARCHAR"),
             },
         )
-        session.execute(
-            _sql(
-                session,
-                "lhd_write_release",
-                release=q(table),
-                labels=_idents(session, quasi, "a"),
-                sensitive=_idents(session, sensitive, "v"),
-                source=src.qualified(session),
-                key=q(key),
+        if ghosts.count:
+            session.execute(
+                _sql(
+                    session,
+                    "lhd_write_release_ghosts",
+                    release=q(table),
+                    labels=_idents(session, quasi, "a"),
+                    sensitive=_idents(session, sensitive, "v"),
+                    source_values=_idents(session, sensitive, "src"),
+                    ghost_values=_idents(session, sensitive, "g"),
+                    source=src.qualified(session),
+                    key=q(key),
+                )
             )
-        )
+        else:
+            session.execute(
+                _sql(
+                    session,
+                    "lhd_write_release",
+                    release=q(table),
+                    labels=_idents(session, quasi, "a"),
+                    sensitive=_idents(session, sensitive, "v"),
+                    source=src.qualified(session),
+                    key=q(key),
+                )
+            )
         session.execute("DROP TABLE _sqlanon_lhd")
         if progress is not None:
             progress("rows written", int(chosen.sum()))
@@ -406,15 +478,28 @@ def release_lhd(
         grant_readers(session, [q(table), q(family)])
         load_members(
             session,
-            keys,
+            keys[:live_rows],
             "VARCHAR",
-            plan.class_id,
-            cells.cell,
+            class_id[:live_rows],
+            cells.cell[:live_rows],
             rows["row_hash"],
             rows["value_hash"],
         )
-        write_members(session, family, version)
+        if ghosts.count:
+            session.load_temp(
+                "_sqlanon_ghost_members",
+                {
+                    "record_key": ghosts.ids,
+                    "group_id": class_id[live_rows:],
+                    "cell_id": cells.cell[live_rows:],
+                },
+                {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT"},
+            )
+        live.keep_values(session, scope.name, src, key, scope.attributes)
+        write_members(session, family, version, ghosts=ghosts.count > 0)
         domain.write_cells(session, family, version, cells)
+        never = prior.cell < 0
+        ghost_rows = int(chosen[live_rows:].sum())
         summary = catalog.Release(
             family=family,
             version=version,
@@ -422,9 +507,9 @@ def release_lhd(
             model="lhd",
             source=src.label,
             parameters=parameters,
-            rows_published=int(chosen.sum()),
-            held_back=int(plan.held_back),
-            suppressed=int(plan.suppressed),
+            rows_published=int(chosen[:live_rows].sum()),
+            held_back=int((~chosen & never).sum()),
+            suppressed=int((~chosen & ~never).sum()),
             groups=int(plan.n_classes),
             sum_of_errors=None,
             source_rows=source_rows,
@@ -432,6 +517,9 @@ def release_lhd(
                 "precision_loss": float(plan.precision_loss),
                 "dm": int(plan.dm),
                 "algorithm_used": plan.algorithm,
+                **changes.as_metrics(),
+                "ghosts": ghost_rows,
+                "chain_held_back": chain_held,
             },
             domain=scope.name,
             seq=scope.seq,

@@ -43,6 +43,13 @@ def migrations(dialect: str) -> list[tuple[str, str]]:
     return [(p.stem, p.read_text()) for p in sorted(folder.glob("[0-9]*.sql"))]
 
 
+def statements(text: str) -> list[str]:
+    """Split a file of several statements on ``;`` at line ends (the files hold no
+    procedural code); comment lines are dropped."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip().strip(";")]
+
+
 def render(template: str, **quoted: str) -> str:
     """Fill ``{field}`` slots with already-quoted identifiers (or lists of them).
 

@@ -4,6 +4,7 @@
 -- the domain's cells constrain.
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
        coalesce(m.status = 'published', false) AS published_before,
+       m.record_key IS NOT NULL AS known,
        hash({hashed}) AS row_hash,
        coalesce(m.row_hash <> hash({hashed}), false) AS changed,
        coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,

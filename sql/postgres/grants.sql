@@ -32,8 +32,10 @@ GRANT CREATE ON SCHEMA sqlanon TO sqlanon_owner;  -- the per-release bounds tabl
 
 REVOKE ALL ON ALL TABLES IN SCHEMA sqlanon FROM PUBLIC;
 GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.cells,
+    sqlanon.kept_values, sqlanon.links,
     sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
-GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
+GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths, sqlanon.members,
+    sqlanon.kept_values, sqlanon.links TO sqlanon_owner;
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION

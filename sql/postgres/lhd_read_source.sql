@@ -4,6 +4,7 @@
 -- the domain's cells constrain.
 SELECT CAST(src.{key} AS text) AS record_key,
        coalesce(m.status = 'published', false) AS published_before,
+       m.record_key IS NOT NULL AS known,
        hashtextextended(CAST(ROW({hashed}) AS text), 0) AS row_hash,
        CASE WHEN m.status IS DISTINCT FROM 'published' THEN false
             WHEN m.row_hash = hashtextextended(CAST(ROW({hashed}) AS text), 0) THEN false

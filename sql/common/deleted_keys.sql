@@ -1,5 +1,0 @@
--- Published keys of the last version that are no longer in the source.
-SELECT m.record_key FROM sqlanon.members AS m
-WHERE m.family = $1 AND m.version = $2 AND m.status = 'published'
-  AND NOT EXISTS (SELECT 1 FROM {source} AS src WHERE CAST(src.{key} AS VARCHAR) = m.record_key)
-ORDER BY m.record_key LIMIT 10
