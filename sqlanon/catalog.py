@@ -48,10 +48,17 @@ def _rebuild_domains(session: Session) -> None:
     domain.rebuild(session)
 
 
+def _keep_values(session: Session) -> None:
+    from sqlanon import live  # live builds on this module
+
+    live.rebuild(session)
+
+
 #: Migrations that also rewrite data, run after their file inside its transaction.
 _DATA_STEPS: dict[str, Callable[[Session], None]] = {
     "003_ke_bounds_runs": _rebuild_ke_bounds,
     "005_domains": _rebuild_domains,
+    "007_live_tables": _keep_values,
 }
 
 

@@ -305,3 +305,38 @@ def keep_values(
             ),
             [domain, attribute],
         )
+
+
+def rebuild(session: Session) -> None:
+    """Migration 007's data step: keep the values of the records the domains' releases
+    published, from their sources as they are now. A domain released from several
+    sources, or whose source or columns are gone, gets none: a deletion from it is then
+    refused (its ghost would lack its values)."""
+    from sqlanon.release import resolve_source  # release builds on this module
+
+    schema = session.query("SELECT current_schema()")[0][0]
+    exists = sqltext.load(session.dialect, "relation_exists")
+    q = session.quote_ident
+    for name in sorted({r.domain for r in catalog.releases(session)}):
+        every = catalog.domain_releases(session, name)
+        if not every or len({r.source for r in every}) != 1:
+            continue
+        last = every[-1]
+        source_schema, _, table = last.source.rpartition(".")
+        if not session.query(exists, [source_schema or schema, table]):
+            continue
+        src = resolve_source(session, last.source)
+        key = last.parameters.get("key")
+        wanted = [key, *domains.attributes(last)]
+        if not all(isinstance(c, str) and c in src.columns for c in wanted):
+            continue
+        for attribute in domains.attributes(last):
+            session.execute(
+                sqltext.render(
+                    sqltext.load(session.dialect, "live_keep_existing"),
+                    column=q(attribute),
+                    key=q(str(key)),
+                    source=src.qualified(session),
+                ),
+                [name, last.family, last.version, attribute],
+            )

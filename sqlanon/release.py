@@ -455,7 +455,11 @@ def release_ke(
         prior = domain.read_cells(session, scope.last, raw_cell)
         attribute_values = {sensitive: values}
         for a in others:
-            attribute_values[a] = np.concatenate([rows[a], ghosts.values[a]])
+            attribute_values[a] = (
+                np.concatenate([np.asarray(rows[a], dtype=object), ghosts.values[a]])
+                if ghosts.count
+                else rows[a]
+            )
         chains = live.chains(session, scope.name, keys)
 
         def planned(keep: np.ndarray) -> tuple[np.ndarray, ke.KePlan]:

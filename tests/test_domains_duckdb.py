@@ -112,11 +112,25 @@ def test_records_missing_from_the_source_are_refused_and_nothing_is_written(con)
     assert con.execute("SELECT count(*) FROM sqlanon.releases").fetchone() == (1,)
 
 
-def test_a_changed_value_another_family_published_is_refused(con) -> None:
+def test_a_changed_value_another_family_published_makes_a_ghost(con) -> None:
     lhd(con, "a", sensitive=["w"], l=2)
+    lhd(con, "b", sensitive=["v"], l=2)
     con.execute("UPDATE src SET w = 3 WHERE id = 2")
-    with pytest.raises(UnsafeReleaseError, match=r"changed a sensitive value.*keys 2"):
-        ke(con, "b")  # publishes v only; w is constrained by family a's cells
+    summary = ke(con, "c")  # publishes v only; w is constrained by family a's cells
+    assert summary["value_changed"] == 1
+    assert con.execute("SELECT later FROM sqlanon.links").fetchall() == [("2",)]
+    ghost = con.execute("SELECT count(*) FROM sqlanon.members WHERE ghost").fetchone()
+    assert ghost == (3,)  # its rows in a_v1, b_v1 and c_v1, under one ghost id
+
+
+def test_a_ghost_without_a_kept_value_refuses_a_new_attribute(con) -> None:
+    lhd(con, "a", sensitive=["w"], l=2)
+    con.execute("DELETE FROM src WHERE id = 2")
+    lhd(con, "a", sensitive=["w"], l=2)
+    before = con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()
+    with pytest.raises(ConfigError, match="never published with 'v'"):
+        ke(con, "b")  # the deleted person's v was never published: it is gone
+    assert con.execute("SELECT count(*) FROM sqlanon.releases").fetchone() == before
 
 
 def test_how_a_release_finds_its_domain(con, tmp_path: Path) -> None:
@@ -194,11 +208,16 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
             [json.dumps(old), family],
         )
     con.execute("DROP TABLE sqlanon.cells")
+    con.execute("ALTER TABLE sqlanon.members DROP COLUMN ghost")
+    con.execute("DROP TABLE sqlanon.kept_values")
+    con.execute("DROP TABLE sqlanon.links")
     con.execute("DELETE FROM sqlanon.migrations WHERE name >= '005'")
     con.close()
 
     con = duckdb.connect(path)
-    assert sqlanon.install(con) == ["005_domains", "006_domain_seq_unique"]
+    assert sqlanon.install(con) == ["005_domains", "006_domain_seq_unique", "007_live_tables"]
+    # 007 keeps the published records' values from the source, for ghosts to come
+    assert con.execute("SELECT count(*) FROM sqlanon.kept_values").fetchone() == (200,)
     assert con.execute(
         "SELECT family, domain, seq FROM sqlanon.releases ORDER BY seq"
     ).fetchall() == [("a", "main.src", 1), ("b", "main.src", 2)]
@@ -213,6 +232,9 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
     summary = sqlanon.release_lhd(con, "src", "a", key="id", quasi=["age"], sensitive=["v"], l=3)
     assert summary["version"] == 2
     assert [r["exposed"] for r in sqlanon.audit(con, "a")][-1] == 0
+    con.execute("DELETE FROM src WHERE id IN (3, 4)")  # ghosts carry the kept values
+    summary = sqlanon.release_lhd(con, "src", "a", key="id", quasi=["age"], sensitive=["v"], l=3)
+    assert (summary["version"], summary["deleted"], summary["ghosts"]) == (3, 2, 2)
     con.close()
 
 

@@ -102,6 +102,7 @@ def test_catalog_columns_follow_the_architecture(installed: PostgresInstall, pg_
         ("status", "text"),
         ("row_hash", "bigint"),
         ("value_hash", "bigint"),
+        ("ghost", "boolean"),
     ]
     assert [c for c, _ in columns["cells"]] == [
         "family", "version", "cell_id", "attribute", "min_distinct", "min_spread",

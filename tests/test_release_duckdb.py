@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 import json
 import subprocess
 import sys
@@ -256,25 +257,63 @@ def test_fewer_than_k_distinct_values(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "error"),
+    ("change", "counts"),
     [
-        ("DELETE FROM people WHERE id IN (5, 9)", "5, 9"),
-        ("UPDATE people SET salary = salary + 1 WHERE id = 11", "11"),
-        ("UPDATE people SET age = age + 1 WHERE id = 12", "12"),
+        ("DELETE FROM people WHERE id IN (5, 9)", {"deleted": 2, "ghosts": 2}),
+        ("UPDATE people SET salary = salary + 1 WHERE id = 11", {"value_changed": 1}),
+        ("UPDATE people SET age = age + 1 WHERE id = 12", {"quasi_changed": 1, "ghosts": 0}),
     ],
 )
-def test_deleted_or_changed_published_rows_are_refused(
-    db: duckdb.DuckDBPyConnection, change: str, error: str
+def test_deleted_or_changed_published_rows_are_released_live(
+    db: duckdb.DuckDBPyConnection, change: str, counts: dict[str, int]
 ) -> None:
     release(db)
     db.execute(change)
     make_people(db, 10, start=500)
-    before = state_snapshot(db)
-    with pytest.raises(UnsafeReleaseError, match=error):
-        sqlanon.release_ke(
-            db, "people", "people_ke", key="id", sensitive="salary", quasi=["age", "sex"], k=3, e=10
-        )
-    assert state_snapshot(db) == before
+    summary = sqlanon.release_ke(
+        db, "people", "people_ke", key="id", sensitive="salary", quasi=["age", "sex"], k=3, e=10
+    )
+    assert summary["version"] == 2 and summary["inserted"] == 10
+    assert {name: summary[name] for name in counts} == counts
+    columns = [r[0] for r in db.execute("DESCRIBE people_ke_v2").fetchall()]
+    assert ("ghost" in columns) == (summary["ghosts"] > 0)  # a release with ghosts only
+    if summary["ghosts"]:
+        assert summary["ghosts"] == db.execute(
+            "SELECT count(*) FROM people_ke_v2 WHERE ghost AND age IS NULL AND sex IS NULL"
+        ).fetchone()[0]
+    # v1's groups stay whole, ghosts included: each v1 multiset lies in one v2 group
+    v1 = db.execute(
+        "SELECT list(salary ORDER BY salary) FROM people_ke_v1 GROUP BY group_id ORDER BY 1"
+    ).fetchall()
+    v2 = db.execute(
+        "SELECT list(salary ORDER BY salary) FROM people_ke_v2 GROUP BY group_id ORDER BY 1"
+    ).fetchall()
+    later = [Counter(r[0]) for r in v2]
+    for group in v1:
+        assert any(not Counter(group[0]) - bigger for bigger in later), group
+
+
+def test_a_deleted_persons_key_is_gone_from_the_catalog(db: duckdb.DuckDBPyConnection) -> None:
+    release(db)
+    db.execute("DELETE FROM people WHERE id IN (5, 9)")
+    db.execute("UPDATE people SET salary = salary + 1 WHERE id = 11")
+    release(db)
+    for table, column in (
+        ("members", "record_key"),
+        ("kept_values", "record_key"),
+        ("links", "earlier"),
+        ("links", "later"),
+    ):
+        found = db.execute(
+            f"SELECT count(*) FROM sqlanon.{table} WHERE {column} IN ('5', '9')"  # noqa: S608
+        ).fetchone()[0]
+        assert found == 0, table
+    # the changed person keeps their key; the old incarnation is a ghost linked to it
+    assert db.execute("SELECT later FROM sqlanon.links").fetchall() == [("11",)]
+    rows = db.execute(
+        "SELECT count(*) FROM sqlanon.members WHERE ghost AND row_hash = 0 AND value_hash IS NULL"
+    ).fetchone()[0]
+    assert rows == 3 * 2 - 0  # three ghosts, each in v1 and v2
 
 
 def test_parameters_cannot_change_within_a_family(db: duckdb.DuckDBPyConnection) -> None:
@@ -497,8 +536,10 @@ def test_non_integer_keys(tmp_path: Path, key_type: str) -> None:
         == 75
     )
     con.execute("UPDATE staff SET salary = salary + 1 WHERE pid = (SELECT min(pid) FROM staff)")
-    with pytest.raises(UnsafeReleaseError):
-        sqlanon.release_ke(con, "staff", "staff_ke", **args)
+    con.execute("DELETE FROM staff WHERE pid = (SELECT max(pid) FROM staff)")
+    summary = sqlanon.release_ke(con, "staff", "staff_ke", **args)
+    assert (summary["version"], summary["value_changed"], summary["deleted"]) == (3, 1, 1)
+    assert summary["ghosts"] == 2
     con.close()
 
 

@@ -251,17 +251,28 @@ def test_appends_make_version_2_under_the_constraint(emp: duckdb.DuckDBPyConnect
     assert sum(n for v, _, n in states if v == 2) == 9
 
 
-def test_deleted_or_changed_published_rows_are_refused(emp: duckdb.DuckDBPyConnection) -> None:
-    args = {"key": "id", "quasi": ["position", "gender"], "sensitive": ["salary"], "l": 2}
-    sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
+def test_deleted_or_changed_published_rows_are_released_live(
+    emp: duckdb.DuckDBPyConnection,
+) -> None:
+    args = {"key": "id", "quasi": ["position", "gender"], "sensitive": ["salary"], "l": 2,
+            "max_suppression": 0.5}  # fmt: skip
+    first = sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
+    assert sqlanon.release_lhd(emp, "emp", "emp_pg", **args)["unchanged"] is True
     emp.execute("UPDATE emp SET salary = 11000 WHERE id = 1")
-    before = snapshot(emp)
-    with pytest.raises(UnsafeReleaseError, match="changed"):
-        sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
-    emp.execute("DELETE FROM emp WHERE id = 1")
-    with pytest.raises(UnsafeReleaseError, match="deleted"):
-        sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
-    assert snapshot(emp) == before
+    emp.execute("DELETE FROM emp WHERE id = 2")
+    second = sqlanon.release_lhd(emp, "emp", "emp_pg", **args)
+    assert (second["version"], second["deleted"], second["value_changed"]) == (2, 1, 1)
+    published = emp.execute("SELECT count(*), sum(class_ghosts) FROM emp_pg_v2").fetchone()
+    # two ghosts (the deleted record and the old incarnation) when their cells are
+    # published, each class telling only its number of ghosts
+    ghosts = emp.execute(
+        "SELECT sum(g) FROM (SELECT DISTINCT class_id, class_ghosts AS g FROM emp_pg_v2)"
+    ).fetchone()[0]
+    assert ghosts == second["ghosts"] and published[0] == second["rows_published"] + ghosts
+    assert first["rows_published"] >= second["rows_published"]
+    assert emp.execute(
+        "SELECT count(*) FROM sqlanon.members WHERE record_key = '2'"
+    ).fetchone() == (0,)
 
 
 def test_widths_hierarchy_for_a_numeric_column(con: duckdb.DuckDBPyConnection) -> None:
