@@ -236,3 +236,41 @@ def test_postgres_matches_every_world(pg_conn: Any) -> None:
                 sql = rewrite(_query(where, group), {"tiny": _info(rows)}, "postgres")
                 out = _pg_fetch(pg_conn, sql)
                 check(out, rows, where, pred, group)
+
+
+def test_several_sensitive_columns_are_answered_each_on_its_own() -> None:
+    """Two sensitive columns, AVG and the rest of both in one query (each its own pools):
+    every interval equals the one of the query asking for that aggregate alone."""
+    rng = random.Random(3)
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE two_v1 (a VARCHAR, c VARCHAR, s INTEGER, u DOUBLE, class_id INTEGER, "
+        "class_ghosts INTEGER)"
+    )
+    rows = []
+    for cid in range(6):
+        labels, size = (rng.choice(A_LABELS), rng.choice(C_LABELS)), rng.randint(2, 5)
+        ghosts = rng.randint(0, size)
+        rows += [
+            (*labels, rng.randint(-3, 6), rng.uniform(-2, 9), cid, ghosts) for _ in range(size)
+        ]
+    con.executemany("INSERT INTO two_v1 VALUES (?, ?, ?, ?, ?, ?)", rows)
+    ghosts = sum({r[4]: r[5] for r in rows}.values())
+    info = ReleaseInfo(
+        "two", 1, "two_v1", "lhd", ("a", "c"), ("s", "u"), domains=TINY_DOMAINS, ghosts=ghosts
+    )
+    catalog = {"two": info}
+    items = [f"{f}({x}) AS {f}_{x}" for x in ("s", "u") for f in ("sum", "avg", "min", "max")]
+    for where, group in [("a >= 2", "c"), ("u > 1", None), ("s < 4 OR a = 1", "s")]:
+        head = f"{group}, " if group else ""
+        tail = f" WHERE {where}" + (f" GROUP BY {group}" if group else "")
+        both = fetch(con, rewrite(f"SELECT {head}{', '.join(items)} FROM two{tail}", catalog))
+        key = (lambda r, g=group: r[g]) if group else (lambda r: None)
+        both_by = {key(r): r for r in both}
+        for item in items:
+            alone = fetch(con, rewrite(f"SELECT {head}{item} FROM two{tail}", catalog))
+            name = item.rsplit(" AS ", 1)[1]
+            for row in alone:
+                for side in ("low", "high", "est"):
+                    got, want = both_by[key(row)][f"{name}_{side}"], row[f"{name}_{side}"]
+                    assert got == pytest.approx(want), (where, group, name, side)
