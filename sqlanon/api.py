@@ -147,20 +147,21 @@ def release_catalog(session: Session) -> dict[str, Any]:
 
 
 def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
-    """``(family, version, table_name, model, parameters JSON)`` of every release, by
-    family and version."""
+    """``(family, version, table_name, model, parameters JSON, metrics JSON)`` of every
+    release, by family and version (the rewriter reads ``ghosts`` from the metrics)."""
     if session.dialect == "postgres":
         # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
-        # only the names and columns of each release.
+        # only the names and columns of each release, and its number of ghost rows.
         sql = (
             "SELECT family, version, table_name, model, CAST(jsonb_build_object("
-            "'quasi', quasi, 'sensitive', sensitive) AS text) "
+            "'quasi', quasi, 'sensitive', sensitive) AS text) AS parameters, "
+            "CAST(jsonb_build_object('ghosts', ghosts) AS text) AS metrics "
             "FROM sqlanon.release_catalog()"
         )
     else:
         sql = (
-            "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR) "
-            "FROM sqlanon.releases"
+            "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR), "
+            "CAST(metrics AS VARCHAR) FROM sqlanon.releases"
         )
     # sorted here (by family, version): cheaper than ORDER BY, and a stable cache key
     return tuple(sorted(tuple(r) for r in session.query(sql)))
@@ -231,7 +232,7 @@ def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list
         key = (str(dataset), attribute_name(str(attribute)))
         by_attribute.setdefault(key, []).append((value, level, label))
     found = []
-    for _family, _version, table, model, parameters in rows:
+    for _family, _version, table, model, parameters, *_metrics in rows:
         if model != "lhd":
             continue
         dataset = str(json.loads(parameters).get("source", "")).rsplit(".", 1)[-1]
@@ -256,7 +257,7 @@ def _lhd_domains(
         found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
     domains: dict[str, Any] = {}
-    for _family, _version, table, model, parameters in rows:
+    for _family, _version, table, model, parameters, *_metrics in rows:
         if model != "lhd":
             continue
         per_column = {}

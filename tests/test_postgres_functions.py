@@ -361,7 +361,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
         answers = [r[0] for r in analyst.execute("SELECT * FROM sqlanon.interval(%s)", [QUERY])]
         assert sum(a["n"] for a in answers) == released
         catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
-        assert catalog == [("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss")]
+        assert catalog == [("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0)]
 
         refused = [
             "SELECT * FROM adult",

@@ -132,8 +132,14 @@ def releases(draw: Any, max_size: int = 30) -> tuple[list[dict[str, Any]], list[
 _CON: list[duckdb.DuckDBPyConnection] = []
 
 
-def build(rows: list[dict[str, Any]], groups: list[int], seed: int = 0) -> tuple[Any, Any]:
-    """A release of ``rows`` in a reused in-memory DuckDB (connecting costs ~0.1 s)."""
+def build(
+    rows: list[dict[str, Any]],
+    groups: list[int],
+    seed: int = 0,
+    ghosts: list[bool] | None = None,
+) -> tuple[Any, Any]:
+    """A release of ``rows`` in a reused in-memory DuckDB (connecting costs ~0.1 s);
+    ``ghosts`` flags the rows that are ghosts (see make_release)."""
     if not _CON:
         _CON.append(duckdb.connect())
     con = _CON[0]
@@ -141,7 +147,7 @@ def build(rows: list[dict[str, Any]], groups: list[int], seed: int = 0) -> tuple
     for table in ("fam_v1", "fam_source", "worlds", 'sqlanon."fam_v1_bounds"'):
         con.execute(f"DROP TABLE IF EXISTS {table}")
     info = make_release(
-        con, "fam", {"a": "INTEGER", "b": "VARCHAR"}, ("s", "INTEGER"), rows, groups, seed
+        con, "fam", {"a": "INTEGER", "b": "VARCHAR"}, ("s", "INTEGER"), rows, groups, seed, ghosts
     )
     return con, info
 
@@ -229,10 +235,18 @@ def _assignments(rows: list[dict[str, Any]], groups: list[int]) -> list[list[int
 
 
 def _all_answers(
-    con: Any, rows: list[dict[str, Any]], groups: list[int], sql: str
+    con: Any,
+    rows: list[dict[str, Any]],
+    groups: list[int],
+    sql: str,
+    ghosts: list[bool] | None = None,
 ) -> tuple[int, list[dict[str, Any]]]:
-    """The query answered on every consistent source, tagged with the source's id."""
+    """The query answered on every consistent source, tagged with the source's id.
+
+    With ``ghosts``, values are permuted over every slot of a group (ghosts included)
+    and the query runs on the real rows only."""
     assignments = _assignments(rows, groups)
+    dead = ghosts or [False] * len(rows)
     con.execute(
         "CREATE TABLE worlds (aid INTEGER, a INTEGER, b VARCHAR, group_id INTEGER, s INTEGER)"
     )
@@ -240,10 +254,12 @@ def _all_answers(
         (aid, r["a"], r["b"], g, s[i])
         for aid, s in enumerate(assignments)
         for i, (r, g) in enumerate(zip(rows, groups, strict=True))
+        if not dead[i]
     ]
     # One literal VALUES list: executemany costs ~0.5 ms a row.
-    values = exp.values([tuple(exp.convert(v) for v in t) for t in tuples])
-    con.execute(f"INSERT INTO worlds SELECT * FROM {values.sql('duckdb')}")  # noqa: S608
+    if tuples:
+        values = exp.values([tuple(exp.convert(v) for v in t) for t in tuples])
+        con.execute(f"INSERT INTO worlds SELECT * FROM {values.sql('duckdb')}")  # noqa: S608
     tree = sqlglot.parse_one(sql, read="duckdb")
     tree = tree.transform(lambda n: exp.table_("worlds") if isinstance(n, exp.Table) else n)
     tree = tree.select("aid").group_by("aid")

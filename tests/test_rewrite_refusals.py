@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import duckdb
 import pytest
@@ -221,3 +222,33 @@ def test_output_guard_rejects_trees_reading_anything_else(bad: str) -> None:
         ),
         INFO,
     )
+
+
+def test_catalog_rows_carry_ghosts_in_metrics() -> None:
+    params = {"quasi": ["age"], "sensitive": ["loss"]}
+    rows = [
+        ("a", 1, "a_v1", "ke", json.dumps(params)),  # 5-tuples still work
+        ("a", 2, "a_v2", "ke", json.dumps(params), None),
+        ("a", 3, "a_v3", "ke", json.dumps(params), json.dumps({"static_optimum": 3})),
+        ("a", 4, "a_v4", "ke", json.dumps(params), json.dumps({"ghosts": 2})),
+        ("p", 1, "p_v1", "lhd", params, {"ghosts": 5, "dm": 10}),
+    ]
+    catalog = catalog_from_rows(rows)
+    assert [catalog[f"a_v{v}"].ghosts for v in (1, 2, 3, 4)] == [0, 0, 0, 2]
+    assert catalog["a"].ghosts == 2 and catalog["a"].ghost_column == "ghost"
+    assert catalog["p"].ghosts == 5 and catalog["p"].ghost_column == "class_ghosts"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ("f", 1, "f_v1", "ke", '{"quasi": ["a"], "sensitive": "s"}', '{"ghosts": -1}'),
+        ("f", 1, "f_v1", "ke", '{"quasi": ["a"], "sensitive": "s"}', '{"ghosts": "2"}'),
+        ("f", 1, "f_v1", "ke", '{"quasi": ["a"], "sensitive": "s"}', "[2]"),
+        ("f", 1, "f_v1", "ke", '{"quasi": ["ghost"], "sensitive": "s"}', '{"ghosts": 1}'),
+        ("f", 1, "f_v1", "ke", '{"quasi": ["a"], "sensitive": "s"}', None, "extra"),
+    ],
+)
+def test_catalog_from_rows_rejects_bad_ghosts(row: tuple[Any, ...]) -> None:
+    with pytest.raises(ConfigError):
+        catalog_from_rows([row])

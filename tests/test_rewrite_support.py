@@ -37,11 +37,17 @@ def make_release(
     rows: Sequence[Row],
     groups: Sequence[int],
     seed: int = 0,
+    ghosts: Sequence[bool] | None = None,
 ) -> ReleaseInfo:
     """Write source, release v1, view and bounds table; return the release's info.
 
     ``quasi`` maps column -> SQL type, ``sensitive`` is (column, SQL type); ``groups``
     gives each row's group id. S is shuffled within each group with ``seed``.
+
+    ``ghosts`` (one flag per row) makes the flagged rows ghosts (deleted records,
+    MODELS.md "Changing tables"): they stay in the source's group multisets and in the
+    shuffle, the release shows them with NULL quasi columns and ``ghost`` true, the
+    bounds table counts them, and the private source (the truth) lacks them.
     """
     s_name, s_type = sensitive
     table = f"{family}_v1"
@@ -66,15 +72,19 @@ def make_release(
         [f"{_ident(c)} {t}" for c, t in quasi.items()]
         + ["group_id INTEGER", f"{_ident(s_name)} {s_type}"]
     )
+    if ghosts is not None:
+        rel_cols += ", ghost BOOLEAN"
     con.execute(f"CREATE TABLE {_ident(table)} ({rel_cols})")
     n_q = len(quasi)
+    dead = list(ghosts) if ghosts is not None else [False] * len(rows)
     src_rows = [
         (i, *[r[c] for c in quasi], int(g), r[s_name])
         for i, (r, g) in enumerate(zip(rows, group_arr, strict=True))
+        if not dead[i]
     ]
     rel_rows = [
-        (*[r[c] for c in quasi], int(g), v)
-        for r, g, v in zip(rows, group_arr, shuffled, strict=True)
+        (*[None if d else r[c] for c in quasi], int(g), v, *([d] if ghosts is not None else []))
+        for r, g, v, d in zip(rows, group_arr, shuffled, dead, strict=True)
     ]
     order = rng.permutation(len(rel_rows))
     if src_rows:
@@ -82,8 +92,10 @@ def make_release(
             f"INSERT INTO {_ident(family)}_source VALUES ({', '.join(['?'] * (n_q + 3))})",  # noqa: S608
             src_rows,
         )
+    if rel_rows:
+        width = n_q + 2 + (ghosts is not None)
         con.executemany(
-            f"INSERT INTO {_ident(table)} VALUES ({', '.join(['?'] * (n_q + 2))})",  # noqa: S608
+            f"INSERT INTO {_ident(table)} VALUES ({', '.join(['?'] * width)})",  # noqa: S608
             [rel_rows[i] for i in order],
         )
     con.execute(f"CREATE VIEW {_ident(family)} AS SELECT * FROM {_ident(table)}")  # noqa: S608
@@ -108,6 +120,7 @@ def make_release(
         quasi=tuple(quasi),
         sensitive=(s_name,),
         bounds_table=f"{table}_bounds",
+        ghosts=sum(dead),
     )
 
 

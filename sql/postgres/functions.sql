@@ -117,13 +117,29 @@ $sql$;
 
 -- What the rewriter needs to know about every release, and nothing more (no k, e,
 -- policy, seed, counts or member state): the one SECURITY DEFINER function, so that
--- analysts need no access to sqlanon.releases.
+-- analysts need no access to sqlanon.releases. `ghosts` is the number of ghost rows
+-- (deleted records kept as members of their group or class), which the release table
+-- shows anyway (its ghost / class_ghosts column).
+-- Before ghosts the function had no `ghosts` column; CREATE OR REPLACE cannot change
+-- the result type, so that version is dropped first (grants.sql grants it again).
+DO $do$
+BEGIN
+    IF EXISTS (
+        SELECT FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'sqlanon' AND p.proname = 'release_catalog'
+          AND NOT ('ghosts' = ANY (p.proargnames))
+    ) THEN
+        DROP FUNCTION sqlanon.release_catalog();
+    END IF;
+END
+$do$;
 CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
 RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
-               sensitive jsonb)
+               sensitive jsonb, ghosts integer)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
-       r.parameters -> 'sensitive'
+       r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0)
 FROM sqlanon.releases AS r ORDER BY r.family, r.version
 $sql$;
 

@@ -9,7 +9,7 @@ name an analyst may write in ``FROM`` to the release it means:
 Backends build it from ``sqlanon.releases`` with :func:`catalog_from_rows`::
 
     rows = session.query(
-        "SELECT family, version, table_name, model, parameters FROM sqlanon.releases")
+        "SELECT family, version, table_name, model, parameters, metrics FROM sqlanon.releases")
     catalog = catalog_from_rows(rows)
     sql = rewrite("SELECT COUNT(*) FROM adult_ke WHERE age > 30", catalog, "duckdb")
 
@@ -33,6 +33,10 @@ Model = Literal["ke", "lhd"]
 BOUNDS_SCHEMA = "sqlanon"
 
 _KEY_COLUMN: dict[str, str] = {"ke": "group_id", "lhd": "class_id"}
+
+#: The column a release with ghosts adds: per row for (k,e) (true on ghost rows, whose
+#: quasi columns are NULL), per class for lHD (the number of ghost rows in the class).
+GHOST_COLUMN: dict[str, str] = {"ke": "ghost", "lhd": "class_ghosts"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,10 @@ class ReleaseInfo:
     (``None`` for lHD releases). ``quasi`` and ``sensitive`` are the published column
     names, spelled as in the database. ``domains`` (lHD only) maps each quasi column to
     its :class:`LabelDomain`; without it lHD queries are refused.
+
+    ``ghosts`` is the number of ghost rows (deleted records that stay members of their
+    group or class, MODELS.md "Changing tables"); when positive the release table has
+    the column :attr:`ghost_column` and interval answers count real rows only.
     """
 
     family: str
@@ -69,11 +77,19 @@ class ReleaseInfo:
     sensitive: tuple[str, ...]
     bounds_table: str | None = None
     domains: Mapping[str, LabelDomain] | None = field(default=None, compare=False)
+    ghosts: int = 0
 
     def __post_init__(self) -> None:
         if self.model not in _KEY_COLUMN:
             raise ConfigError(
                 f"release {self.table!r}: model must be 'ke' or 'lhd', got {self.model!r}"
+            )
+        if self.ghosts < 0:
+            raise ConfigError(f"release {self.table!r}: ghosts must be >= 0, got {self.ghosts}")
+        if self.ghosts and self.ghost_column in (*self.quasi, *self.sensitive):
+            raise ConfigError(
+                f"release {self.table!r} has ghosts, so its column {self.ghost_column!r} "
+                "cannot also be a published attribute"
             )
         object.__setattr__(self, "quasi", tuple(self.quasi))
         object.__setattr__(self, "sensitive", tuple(self.sensitive))
@@ -91,6 +107,11 @@ class ReleaseInfo:
         """The public grouping column: ``group_id`` for (k,e), ``class_id`` for lHD."""
         return _KEY_COLUMN[self.model]
 
+    @property
+    def ghost_column(self) -> str:
+        """``ghost`` for (k,e), ``class_ghosts`` for lHD (present only when ghosts > 0)."""
+        return GHOST_COLUMN[self.model]
+
 
 Catalog = Mapping[str, ReleaseInfo]
 
@@ -103,15 +124,34 @@ def _names(value: Any, what: str, table: str) -> tuple[str, ...]:
     raise ConfigError(f"release {table!r}: parameters.{what} must be a list of column names")
 
 
+def _json_object(value: Any, what: str, table: str) -> Mapping[str, Any] | None:
+    """``value`` decoded (JSON text or an already decoded dict); None for SQL NULL."""
+    if value is None:
+        return None
+    decoded = json.loads(value) if isinstance(value, str | bytes) else value
+    if not isinstance(decoded, Mapping):
+        raise ConfigError(f"release {table!r}: {what} must be a JSON object")
+    return decoded
+
+
+def _ghosts(metrics: Any, table: str) -> int:
+    found = (_json_object(metrics, "metrics", table) or {}).get("ghosts") or 0
+    if isinstance(found, bool) or not isinstance(found, int | float) or found != int(found):
+        raise ConfigError(f"release {table!r}: metrics.ghosts must be an integer, got {found!r}")
+    return int(found)
+
+
 def catalog_from_rows(
     rows: Iterable[Sequence[Any]],
     domains: Mapping[str, Mapping[str, LabelDomain]] | None = None,
 ) -> dict[str, ReleaseInfo]:
     """Build the rewriter's catalog from rows of ``sqlanon.releases``.
 
-    Each row is ``(family, version, table_name, model, parameters)``; ``parameters`` is the
-    JSON text (or an already decoded dict) holding ``"quasi"`` and ``"sensitive"``, each a
-    list of column names (a single name is accepted for ``"sensitive"``). The bounds table
+    Each row is ``(family, version, table_name, model, parameters[, metrics])``;
+    ``parameters`` is the JSON text (or an already decoded dict) holding ``"quasi"`` and
+    ``"sensitive"``, each a list of column names (a single name is accepted for
+    ``"sensitive"``). ``metrics`` (JSON text, dict or NULL) gives ``"ghosts"``, the number
+    of ghost rows in the release (absent or 0: none, and no ghost column). The bounds table
     of a (k,e) release is ``sqlanon."<table_name>_bounds"``.
 
     ``domains`` maps an lHD release's table name to its quasi columns' label domains
@@ -122,9 +162,15 @@ def catalog_from_rows(
     """
     catalog: dict[str, ReleaseInfo] = {}
     newest: dict[str, ReleaseInfo] = {}
-    for family, version, table_name, model, parameters in rows:
-        params = json.loads(parameters) if isinstance(parameters, str | bytes) else parameters
-        if not isinstance(params, Mapping):
+    for row in rows:
+        if len(row) not in (5, 6):
+            raise ConfigError(
+                "a catalog row is (family, version, table_name, model, parameters[, metrics]);"
+                f" got {len(row)} values"
+            )
+        family, version, table_name, model, parameters = row[:5]
+        params = _json_object(parameters, "parameters", table_name)
+        if params is None:
             raise ConfigError(f"release {table_name!r}: parameters must be a JSON object")
         for key in ("quasi", "sensitive"):
             if key not in params:
@@ -138,6 +184,7 @@ def catalog_from_rows(
             sensitive=_names(params["sensitive"], "sensitive", table_name),
             bounds_table=f"{table_name}_bounds" if model == "ke" else None,
             domains=(domains or {}).get(str(table_name)) if model == "lhd" else None,
+            ghosts=_ghosts(row[5] if len(row) == 6 else None, table_name),
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:

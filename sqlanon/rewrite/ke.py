@@ -28,6 +28,13 @@ when no record matches. SUM/AVG/MIN/MAX are NULL where no record can match.
 
 The sensitive column of a (k,e) release is never NULL (the release refuses NULL values),
 so COUNT(S) is COUNT(*).
+
+Ghosts (deleted records kept in their group, MODELS.md "Changing tables") are rows with
+``ghost`` true and NULL quasi columns; each receives a value of its group's multiset like
+every other row. The m records of a cell are real rows (``NOT ghost``), n is the group's
+size with its ghost slots (the bounds table is built from the whole multiset), and the
+real rows are m of n slots of a uniformly shuffled multiset: every formula above holds
+as it is, tight, with the truth taken over real rows only.
 """
 
 from __future__ import annotations
@@ -186,6 +193,11 @@ def _sel(plan: _Plan, qi_pred: exp.Expr | None) -> exp.Select:
     sel = exp.select(*columns).from_(plan.release("t"), copy=False)
     if qi_pred is not None:
         sel = sel.where(_qualified(qi_pred, "t"), copy=False)
+    if query.release.ghosts:
+        # Ghost rows (NULL quasi columns) are slots of the group's shuffle but no
+        # record: m counts real rows only, n (bounds table, grp) counts every slot.
+        ghost = exp.func("COALESCE", _col("t", query.release.ghost_column), exp.false())
+        sel = sel.where(exp.not_(ghost), copy=False)
     return sel.group_by(*[_col("t", c) for c in query.group_by], _col("t", key), copy=False)
 
 

@@ -32,6 +32,9 @@ sum f*S, AVG est = their ratio; MIN/MAX est over sure rows and rows with f >= 1/
 
 GROUP BY a quasi column groups by its published label. lHD releases refuse NULL quasi
 and sensitive values, so COUNT(column) is COUNT(*).
+
+A release with ghosts (``class_ghosts``) is answered by :mod:`sqlanon.rewrite.lhd_ghosts`
+from the same per-row flags.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewrite import lhd_ghosts
 from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
 from sqlanon.rewrite.catalog import LabelDomain
 from sqlanon.rewrite.sqlbuild import cte as _cte
@@ -415,6 +419,8 @@ def build(query: Query) -> exp.Select:
     lab_cols += compiler.columns
     lab_cols.append(exp.alias_(exp.Literal.number(1), "one"))  # never an empty SELECT
     lab = exp.select(*lab_cols).from_(exp.table_(release.table, quoted=True, alias="t"), copy=False)
+    if release.ghosts:
+        return lhd_ghosts.build(query, lab, groups, values, may_t, must_t, frac)
     carried = [exp.column(g, table="l") for g in groups]
     carried += [exp.column(v, table="l") for v in values.values()]
     rows = (
