@@ -24,9 +24,7 @@ def test_rows_match_the_reference(groups: list[list[int]]) -> None:
     group = np.array([i for i, g in enumerate(groups) for _ in g], dtype=np.int64)
     order = np.random.default_rng(len(values)).permutation(len(values))
     columns = bounds_columns(values[order], group[order])
-    got = [
-        tuple(columns[c][i].item() for c in COLUMNS) for i in range(len(columns["block"]))
-    ]
+    got = [tuple(columns[c][i].item() for c in COLUMNS) for i in range(len(columns["block"]))]
     rows = [row for i, g in enumerate(groups) for row in bounds_rows(i, g)]
     expected = sorted(rows, key=lambda r: (r[1], r[0], r[2], r[3]))  # ascending rows first
     assert got == expected

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import sqlanon
-from sqlanon.errors import InfeasibleError, UnsafeReleaseError
+from sqlanon.errors import InfeasibleError
 from sqlanon.pg_install import install_postgres, with_prologue
 
 pytestmark = pytest.mark.postgres
@@ -138,7 +138,9 @@ def test_bounds_and_intervals_for_each_sensitive_type(people: Any, column_type: 
     for a in answers:
         for name, value in zip(("total", "mean", "lo", "hi"), truth[a["sex"]], strict=True):
             slack = 1e-9 * max(1.0, abs(float(value)))
-            assert float(a[f"{name}_low"]) - slack <= float(value) <= float(a[f"{name}_high"]) + slack
+            assert (
+                float(a[f"{name}_low"]) - slack <= float(value) <= float(a[f"{name}_high"]) + slack
+            )
 
 
 def catalog_state(conn: Any) -> list[Any]:

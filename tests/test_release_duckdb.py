@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections import Counter
 import json
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 import duckdb
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sqlanon
-from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError
 from sqlanon.models import ke_bounds
 
 RELEASE = (
@@ -278,9 +278,12 @@ def test_deleted_or_changed_published_rows_are_released_live(
     columns = [r[0] for r in db.execute("DESCRIBE people_ke_v2").fetchall()]
     assert ("ghost" in columns) == (summary["ghosts"] > 0)  # a release with ghosts only
     if summary["ghosts"]:
-        assert summary["ghosts"] == db.execute(
-            "SELECT count(*) FROM people_ke_v2 WHERE ghost AND age IS NULL AND sex IS NULL"
-        ).fetchone()[0]
+        assert (
+            summary["ghosts"]
+            == db.execute(
+                "SELECT count(*) FROM people_ke_v2 WHERE ghost AND age IS NULL AND sex IS NULL"
+            ).fetchone()[0]
+        )
     # v1's groups stay whole, ghosts included: each v1 multiset lies in one v2 group
     v1 = db.execute(
         "SELECT list(salary ORDER BY salary) FROM people_ke_v1 GROUP BY group_id ORDER BY 1"
@@ -497,7 +500,9 @@ def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> N
     # direction, and the row's sums give the sums of the r smallest and r largest values.
     def lookup(group_id: int, descending: bool, r: int) -> tuple:
         (row,) = [
-            b for b in bounds if b[:3] == (group_id, descending, (r - 1) // 64) and b[3] <= r <= b[4]
+            b
+            for b in bounds
+            if b[:3] == (group_id, descending, (r - 1) // 64) and b[3] <= r <= b[4]
         ]
         return row
 

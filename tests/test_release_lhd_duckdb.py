@@ -16,7 +16,7 @@ from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.catalog import releases
 from sqlanon.cli import main
 from sqlanon.demo import load_adult
-from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.lhd import comparison_attack, comparison_violations
 from sqlanon.release_lhd import earlier_release
 
