@@ -524,14 +524,27 @@ def exact_candidates(history: History) -> dict[Incarnation, set[tuple[Any, ...]]
         linked[old].append((new, frozenset(changed)))
         linked[new].append((old, frozenset(changed)))
 
-    def project(t: tuple[Any, ...], i: int) -> tuple[Any, ...]:
-        return tuple(t[p] for p in groups[i][0])
-
-    tuples = list(_product(domain))
-    allowed = {
-        x: [t for t in tuples if all(project(t, i) in groups[i][1].rows for i in in_groups[x])]
-        for x in names
-    }
+    # each (group, row) is a slot holding as many incarnations as the row's count
+    slot_of: dict[tuple[int, tuple[Any, ...]], int] = {}
+    capacity: list[int] = []
+    for i, (_, g) in enumerate(groups):
+        for row, count in g.rows.items():
+            slot_of[i, row] = len(capacity)
+            capacity.append(count)
+    # a position no group of x shows is free for an x without links: no constraint
+    # reads it, so x is searched with its true value there and takes any value after
+    free: dict[Incarnation, list[int]] = {}
+    for x in names:
+        shown = {p for i in in_groups[x] for p in groups[i][0]}
+        free[x] = [] if linked[x] else [p for p in range(width) if p not in shown]
+    slots: dict[Incarnation, dict[tuple[Any, ...], tuple[int, ...]]] = {x: {} for x in names}
+    for x in names:
+        pinned = [{truth[x][p]} if p in free[x] else values for p, values in enumerate(domain)]
+        for t in _product(pinned):
+            keys = [(i, tuple(t[p] for p in groups[i][0])) for i in in_groups[x]]
+            if all(k in slot_of for k in keys):
+                slots[x][t] = tuple(slot_of[k] for k in keys)
+    allowed = {x: list(slots[x]) for x in names}
     # most constrained first, then whatever shares a group or a link with the chosen
     order: list[Incarnation] = []
     while len(order) < len(names):
@@ -544,7 +557,7 @@ def exact_candidates(history: History) -> dict[Incarnation, set[tuple[Any, ...]]
         rest = [x for x in names if x not in placed]
         order.append(min(rest, key=lambda x: (-ties(x), len(allowed[x]), len(in_groups[x]))))
 
-    used: list[Counter[tuple[Any, ...]]] = [Counter() for _ in groups]
+    used = [0] * len(capacity)
     chosen: dict[Incarnation, tuple[Any, ...]] = {}
 
     def fits(x: Incarnation, t: tuple[Any, ...]) -> bool:
@@ -554,7 +567,7 @@ def exact_candidates(history: History) -> dict[Incarnation, set[tuple[Any, ...]]
                 for p in range(width):
                     if (t[p] == u[p]) == (p in changed):
                         return False
-        return all(used[i][project(t, i)] < groups[i][1].rows[project(t, i)] for i in in_groups[x])
+        return all(used[s] < capacity[s] for s in slots[x][t])
 
     def search(depth: int, options: Mapping[Incarnation, list[tuple[Any, ...]]]) -> bool:
         if depth == len(order):
@@ -563,12 +576,12 @@ def exact_candidates(history: History) -> dict[Incarnation, set[tuple[Any, ...]]
         for t in options[x]:
             if not fits(x, t):
                 continue
-            for i in in_groups[x]:
-                used[i][project(t, i)] += 1
+            for s in slots[x][t]:
+                used[s] += 1
             chosen[x] = t
             found = search(depth + 1, options)
-            for i in in_groups[x]:
-                used[i][project(t, i)] -= 1
+            for s in slots[x][t]:
+                used[s] -= 1
             if found:
                 return True  # `chosen` keeps the whole world
             del chosen[x]
@@ -586,6 +599,12 @@ def exact_candidates(history: History) -> dict[Incarnation, set[tuple[Any, ...]]
     for x in names:
         if truth[x] not in possible[x]:
             raise AssertionError(f"incarnation {x!r}'s true tuple {truth[x]} is not a candidate")
+        if free[x]:
+            possible[x] = {
+                tuple(u if p in free[x] else t[p] for p, u in enumerate(any_free))
+                for t in possible[x]
+                for any_free in _product(domain)
+            }
     return possible
 
 
