@@ -16,10 +16,14 @@ occur too. The guarantee checked: whenever the final state meets the cell rule a
 chain rule, the exact attacker (``tests.attacker.exact_candidates``: memberships, which
 ghost is whose, which attributes changed) leaves every incarnation at least its
 requirement, and the truth is always among the candidates.
+
+Last, ``chain_check`` itself is compared with its definition (every choice of
+never-changed cellmates' tuples along each chain) on random cells.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -330,3 +334,119 @@ def test_without_the_chain_rule_the_attacker_finds_exposures() -> None:
             exposed += 1
             assert not world.meets_chain_rule(), describe(world)
     assert exposed >= 1
+
+
+# ------------------------------------------------- chain_check against its definition
+
+
+@st.composite
+def cell_states(draw: st.DrawFn) -> tuple[Cells, dict[str, np.ndarray], list[Chain]]:
+    """Random cells over up to 3 attributes (one of them strings) with random
+    requirements, and random chains through distinct cells."""
+    names = ("a", "b", "c")[: draw(st.integers(1, 3))]
+    n_cells = draw(st.integers(2, 5))
+    n = draw(st.integers(n_cells, 24))
+    cell = draw(st.lists(st.integers(-1, n_cells - 1), min_size=n, max_size=n))
+    cell[:n_cells] = range(n_cells)  # every cell has a member
+    domain = draw(st.integers(2, 4))
+    values = {
+        a: np.array(draw(st.lists(st.integers(0, domain - 1), min_size=n, max_size=n)))
+        for a in names
+    }
+    if "b" in values:
+        values["b"] = np.array(["xyzw"[v] for v in values["b"]], dtype=object)
+    distinct = draw(
+        st.lists(
+            st.lists(st.integers(0, 3), min_size=len(names), max_size=len(names)),
+            min_size=n_cells,
+            max_size=n_cells,
+        )
+    )
+    spread = [
+        [float(draw(st.integers(0, 2))) if a != "b" else 0.0 for a in names] for _ in range(n_cells)
+    ]
+    cells = Cells(np.array(cell), names, np.array(distinct), np.array(spread))
+    published = [r for r in range(n) if cell[r] >= 0]
+    chains = []
+    used: set[int] = set()
+    for _ in range(draw(st.integers(0, 3))):
+        length = draw(st.integers(2, min(4, n_cells)))
+        picks = draw(
+            st.lists(
+                st.sampled_from(published),
+                min_size=length,
+                max_size=length,
+                unique_by=lambda r: cell[r],
+            )
+        )
+        if used & set(picks) or len(picks) < 2:
+            continue
+        used |= set(picks)
+        changed = tuple(
+            frozenset(draw(st.lists(st.sampled_from(names + ("hidden",)), min_size=1, unique=True)))
+            for _ in picks[1:]
+        )
+        chains.append(Chain(tuple(picks), changed))
+    return cells, values, chains
+
+
+def _brute_failing(cells: Cells, values: dict[str, np.ndarray], chains: list[Chain]) -> list[bool]:
+    """Every choice of a never-changed cellmate's tuple per incarnation, straight from
+    the definition."""
+    names = cells.attributes
+    changed = {r for c in chains for r in c.incarnations}
+    tuples: dict[int, set[tuple[Any, ...]]] = {}
+    for r, c in enumerate(cells.cell.tolist()):
+        if c >= 0 and r not in changed:
+            tuples.setdefault(c, set()).add(tuple(values[a][r] for a in names))
+    out = []
+    for chain in chains:
+        domains = [
+            sorted(tuples.get(int(cells.cell[r]), set()), key=repr) for r in chain.incarnations
+        ]
+        found: list[set[tuple[Any, ...]]] = [set() for _ in domains]
+        for world in itertools.product(*domains):
+            ok = all(
+                all((u[j] != v[j]) == (a in link) for j, a in enumerate(names))
+                for u, v, link in zip(world, world[1:], chain.changed, strict=False)
+            )
+            if ok:
+                for i, t in enumerate(world):
+                    found[i].add(t)
+        failing = False
+        for r, candidates in zip(chain.incarnations, found, strict=True):
+            c = int(cells.cell[r])
+            for j in range(len(names)):
+                column = {t[j] for t in candidates}
+                if len(column) < cells.distinct[c, j]:
+                    failing = True
+                if cells.spread[c, j] > 0 and (
+                    not column or max(column) - min(column) < cells.spread[c, j]
+                ):
+                    failing = True
+        out.append(failing)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(cell_states())
+def test_chain_check_meets_its_definition(
+    state: tuple[Cells, dict[str, np.ndarray], list[Chain]],
+) -> None:
+    cells, values, chains = state
+    check = chain_check(cells, values, chains)
+    assert check.failing_chains.tolist() == _brute_failing(cells, values, chains)
+    changed = {r for c in chains for r in c.incarnations}
+    for c in range(cells.count):
+        members = [r for r in range(cells.cell.size) if cells.cell[r] == c]
+        if not set(members) & changed:
+            assert not check.failing_cells[c]
+            continue
+        kept = [r for r in members if r not in changed]
+        failing = False
+        for j, a in enumerate(cells.attributes):
+            column = {values[a][r] for r in kept}
+            failing |= len(column) < cells.distinct[c, j]
+            if cells.spread[c, j] > 0:
+                failing |= not column or max(column) - min(column) < cells.spread[c, j]
+        assert check.failing_cells[c] == failing
