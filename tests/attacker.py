@@ -414,3 +414,228 @@ def exact_attack(
             if why is not None:
                 verdict.flag(r, f"{a}: {why}")
     return verdict
+
+
+# ---------------------------------------------------------------- histories with changes
+#
+# The attacker of MODELS.md "Changing tables", exactly, on tiny histories. It works on
+# incarnations: a person who never changed is one incarnation; a deleted record is one
+# incarnation that goes on as a ghost (an ordinary member of later groups); a person
+# whose sensitive values changed is a chain of incarnations, each earlier one a ghost.
+# Besides every group's members and published multiset, the attacker knows each link
+# of a chain and which attribute positions changed across it (not to what).
+
+Incarnation = Any  # any hashable id
+
+
+@dataclass(frozen=True)
+class Published:
+    """One group or class of one release: its members (incarnation ids, ghosts
+    included) and the multiset of their rows' tuples, projected on the release's
+    attribute positions (a (k,e) group: one position; an lHD class: every sensitive
+    attribute it published, jointly per row)."""
+
+    members: tuple[Incarnation, ...]
+    rows: Counter[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One release: the attribute positions it publishes, its groups, and what it
+    promises each of its members per position (least distinct values, least spread)."""
+
+    positions: tuple[int, ...]
+    groups: tuple[Published, ...]
+    distinct: Mapping[int, int]
+    spread: Mapping[int, float] = field(default_factory=dict)
+
+    @staticmethod
+    def of(
+        truth: Mapping[Incarnation, tuple[Any, ...]],
+        positions: Iterable[int],
+        groups: Iterable[Iterable[Incarnation]],
+        distinct: Mapping[int, int],
+        spread: Mapping[int, float] | None = None,
+    ) -> Publication:
+        """The publication of ``groups`` (lists of members) showing the true tuples."""
+        where = tuple(positions)
+        published = tuple(
+            Published(tuple(members), Counter(tuple(truth[m][p] for p in where) for m in members))
+            for members in (list(g) for g in groups)
+        )
+        return Publication(where, published, dict(distinct), dict(spread or {}))
+
+
+@dataclass(frozen=True)
+class History:
+    """Everything the attacker holds, plus the truth to check it against.
+
+    ``truth[x]``: incarnation x's true full tuple (every attribute position; used only to
+    build the search domain and to check that the truth stays a candidate).
+    ``releases``: the publications in order. ``links``: (earlier, later, positions that
+    changed) for consecutive incarnations of one person; across a link the tuples are
+    equal on every other position and different on every changed one.
+    """
+
+    truth: Mapping[Incarnation, tuple[Any, ...]]
+    releases: Sequence[Publication]
+    links: Sequence[tuple[Incarnation, Incarnation, frozenset[int]]] = ()
+
+
+class _Other:
+    """A value no release showed (an incarnation's never-published position may hold
+    anything); two of them, so a link's 'different' can always be met there."""
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"other{self.i}"
+
+
+_OTHERS = (_Other(0), _Other(1))
+
+
+def exact_candidates(history: History) -> dict[Incarnation, set[tuple[Any, ...]]]:
+    """Every incarnation's possible full tuples: those it takes in some assignment of a
+    tuple to every incarnation under which every group shows exactly its published
+    multiset and every link holds. Values per position: those any release showed or the
+    truth holds, and two stand-ins for "anything else". Backtracking with the groups'
+    remaining counts as the pruning; tiny histories only (~8 incarnations)."""
+    truth = dict(history.truth)
+    names = list(truth)
+    width = len(next(iter(truth.values()))) if truth else 0
+    domain: list[set[Any]] = [{t[p] for t in truth.values()} | set(_OTHERS) for p in range(width)]
+    groups: list[tuple[tuple[int, ...], Published]] = []
+    for release in history.releases:
+        for g in release.groups:
+            if sum(g.rows.values()) != len(g.members):
+                raise AssertionError(f"group {g.members} has rows {dict(g.rows)}")
+            groups.append((release.positions, g))
+            for row in g.rows:
+                for p, v in zip(release.positions, row, strict=True):
+                    domain[p].add(v)
+    in_groups: dict[Incarnation, list[int]] = {x: [] for x in names}
+    for i, (_, g) in enumerate(groups):
+        for x in g.members:
+            in_groups[x].append(i)
+    linked: dict[Incarnation, list[tuple[Incarnation, frozenset[int]]]] = {x: [] for x in names}
+    for old, new, changed in history.links:
+        linked[old].append((new, frozenset(changed)))
+        linked[new].append((old, frozenset(changed)))
+
+    # each (group, row) is a slot holding as many incarnations as the row's count
+    slot_of: dict[tuple[int, tuple[Any, ...]], int] = {}
+    capacity: list[int] = []
+    for i, (_, g) in enumerate(groups):
+        for row, count in g.rows.items():
+            slot_of[i, row] = len(capacity)
+            capacity.append(count)
+    # a position no group of x shows is free for an x without links: no constraint
+    # reads it, so x is searched with its true value there and takes any value after
+    free: dict[Incarnation, list[int]] = {}
+    for x in names:
+        shown = {p for i in in_groups[x] for p in groups[i][0]}
+        free[x] = [] if linked[x] else [p for p in range(width) if p not in shown]
+    slots: dict[Incarnation, dict[tuple[Any, ...], tuple[int, ...]]] = {x: {} for x in names}
+    for x in names:
+        pinned = [{truth[x][p]} if p in free[x] else values for p, values in enumerate(domain)]
+        for t in _product(pinned):
+            keys = [(i, tuple(t[p] for p in groups[i][0])) for i in in_groups[x]]
+            if all(k in slot_of for k in keys):
+                slots[x][t] = tuple(slot_of[k] for k in keys)
+    allowed = {x: list(slots[x]) for x in names}
+    # most constrained first, then whatever shares a group or a link with the chosen
+    order: list[Incarnation] = []
+    while len(order) < len(names):
+        placed = set(order)
+
+        def ties(x: Incarnation, placed: set[Incarnation] = placed) -> int:
+            mates = {m for i in in_groups[x] for m in groups[i][1].members}
+            return len(mates & placed) + sum(y in placed for y, _ in linked[x])
+
+        rest = [x for x in names if x not in placed]
+        order.append(min(rest, key=lambda x: (-ties(x), len(allowed[x]), len(in_groups[x]))))
+
+    used = [0] * len(capacity)
+    chosen: dict[Incarnation, tuple[Any, ...]] = {}
+
+    def fits(x: Incarnation, t: tuple[Any, ...]) -> bool:
+        for y, changed in linked[x]:
+            if y in chosen:
+                u = chosen[y]
+                for p in range(width):
+                    if (t[p] == u[p]) == (p in changed):
+                        return False
+        return all(used[s] < capacity[s] for s in slots[x][t])
+
+    def search(depth: int, options: Mapping[Incarnation, list[tuple[Any, ...]]]) -> bool:
+        if depth == len(order):
+            return True
+        x = order[depth]
+        for t in options[x]:
+            if not fits(x, t):
+                continue
+            for s in slots[x][t]:
+                used[s] += 1
+            chosen[x] = t
+            found = search(depth + 1, options)
+            for s in slots[x][t]:
+                used[s] -= 1
+            if found:
+                return True  # `chosen` keeps the whole world
+            del chosen[x]
+        return False
+
+    possible: dict[Incarnation, set[tuple[Any, ...]]] = {x: set() for x in names}
+    for x in names:
+        for t in allowed[x]:
+            if t in possible[x]:
+                continue  # seen in an earlier world
+            chosen.clear()
+            if search(0, {**allowed, x: [t]}):
+                for y, u in chosen.items():
+                    possible[y].add(u)
+    for x in names:
+        if truth[x] not in possible[x]:
+            raise AssertionError(f"incarnation {x!r}'s true tuple {truth[x]} is not a candidate")
+        if free[x]:
+            possible[x] = {
+                tuple(u if p in free[x] else t[p] for p, u in enumerate(any_free))
+                for t in possible[x]
+                for any_free in _product(domain)
+            }
+    return possible
+
+
+def _product(domain: Sequence[set[Any]]) -> Iterable[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = [()]
+    for values in domain:
+        out = [t + (v,) for t in out for v in sorted(values, key=repr)]
+    return out
+
+
+def exact_exposed(
+    history: History, candidates: Mapping[Incarnation, set[tuple[Any, ...]]] | None = None
+) -> dict[Incarnation, list[str]]:
+    """Incarnations whose candidate values of a position fall below what a release that
+    published them promised there (fewer distinct values, or a smaller spread); why."""
+    candidates = exact_candidates(history) if candidates is None else candidates
+    need: dict[Incarnation, dict[int, tuple[int, float]]] = {}
+    for release in history.releases:
+        for g in release.groups:
+            for x in g.members:
+                mine = need.setdefault(x, {})
+                for p in set(release.distinct) | set(release.spread):
+                    d, s = mine.get(p, (0, 0.0))
+                    mine[p] = (
+                        max(d, release.distinct.get(p, 0)),
+                        max(s, release.spread.get(p, 0.0)),
+                    )
+    exposed: dict[Incarnation, list[str]] = {}
+    for x, by_position in need.items():
+        for p, (d, s) in sorted(by_position.items()):
+            why = _below({t[p] for t in candidates[x]}, d, s)
+            if why is not None:
+                exposed.setdefault(x, []).append(f"position {p}: {why}")
+    return exposed
