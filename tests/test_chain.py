@@ -247,7 +247,6 @@ def test_nothing_to_check() -> None:
         ([Chain((0, 3), (S,)), Chain((3, 5), (S,))], "more than one chain"),
         ([Chain((0,), ())], ">= 2 incarnations"),
         ([Chain((0, 3), (S, S))], ">= 2 incarnations"),
-        ([Chain((0, 3), (frozenset(),))], "attributes that changed"),
         ([Chain((0, 1), (S,))], "share a cell"),
         ([Chain((0, 9), (S,))], "outside"),
     ],
