@@ -98,10 +98,13 @@ def run(k: int, e: float, live: bool, seed: int, path: Path) -> dict[str, Any]:
                 "exposed": exposed(con, k, e),
             }
         )
-    truth = dict(con.execute("SELECT sex, sum(capital_loss) FROM src WHERE id IN (SELECT "
-                             "CAST(record_key AS INTEGER) FROM sqlanon.members WHERE family = 'fam' "
-                             "AND version = 11 AND status = 'published' AND NOT ghost) "
-                             "GROUP BY sex").fetchall())  # fmt: skip
+    truth = dict(
+        con.execute(
+            "SELECT sex, sum(capital_loss) FROM src WHERE id IN (SELECT CAST(record_key AS "
+            "INTEGER) FROM sqlanon.members WHERE family = 'fam' AND version = 11 "
+            "AND status = 'published' AND NOT ghost) GROUP BY sex"
+        ).fetchall()
+    )
     widths = {}
     for r in sqlanon.interval(con, "SELECT sex, SUM(capital_loss) AS s FROM fam GROUP BY sex"):
         widths[r["sex"]] = (r["s_high"] - r["s_low"]) / truth[r["sex"]]
