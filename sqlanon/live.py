@@ -126,13 +126,7 @@ def apply_changes(
             quasi_changed=int((known & changed_row).sum()),
             ghosts_before=0 if family_last is None else _family_ghosts(session, family_last),
         )
-    q = session.quote_ident
-    gone = session.query(
-        sqltext.render(
-            sqltext.load(session.dialect, "live_gone"), key=q(key), source=src.qualified(session)
-        ),
-        [domain_last.family, domain_last.version],
-    )
+    gone = _gone(session, domain_last, family_last, src, key, int(known.sum()))
     deleted = [k for k, published in gone if published]
     dropped = [k for k, published in gone if not published]
     changed_keys = [str(k) for k in keys[value_changed].tolist()]
@@ -172,6 +166,45 @@ def apply_changes(
         quasi_changed=int((known & changed_row & ~value_changed).sum()),
         value_changed=len(changed_keys),
         ghosts_before=ghosts_before,
+    )
+
+
+def _gone(
+    session: Session,
+    domain_last: catalog.Release,
+    family_last: catalog.Release | None,
+    src: Source,
+    key: str,
+    known: int,
+) -> list[tuple[str, bool]]:
+    """Records of the domain's latest release gone from the source: (key, published).
+    When the family made that release, ``known`` (source rows it knew) tells whether any
+    is gone without the anti-join (at 10^6 rows it costs a string join)."""
+    own = family_last is not None and family_last.family == domain_last.family
+    if own and known == _family_count(session, domain_last):
+        return []
+    q = session.quote_ident
+    return [
+        (str(k), bool(published))
+        for k, published in session.query(
+            sqltext.render(
+                sqltext.load(session.dialect, "live_gone"),
+                key=q(key),
+                source=src.qualified(session),
+            ),
+            [domain_last.family, domain_last.version],
+        )
+    ]
+
+
+def _family_count(session: Session, release: catalog.Release) -> int:
+    """Records (not ghosts) a release knew: published, suppressed or held back."""
+    return int(
+        session.query(
+            "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 "
+            "AND NOT coalesce(ghost, false)",
+            [release.family, release.version],
+        )[0][0]
     )
 
 
@@ -290,12 +323,27 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def keep_values(
-    session: Session, domain: str, src: Source, key: str, attributes: Sequence[str]
+    session: Session,
+    domain: str,
+    src: Source,
+    key: str,
+    keys: np.ndarray,
+    key_type: str,
+    celled: np.ndarray,
+    new: np.ndarray,
+    before: Sequence[str],
+    attributes: Sequence[str],
 ) -> None:
-    """Keep the values of ``attributes`` of every record ``_sqlanon_members`` gives a cell
-    (before it is written and dropped), for ghosts to come."""
+    """Keep, for ghosts to come, the values of ``attributes`` of the live records
+    ``keys`` (of SQL type ``key_type``) that this release gives a cell: those ``new`` to
+    a cell for the attributes kept ``before``, every ``celled`` one for an attribute the
+    domain constrains from now on."""
     q = session.quote_ident
     for attribute in attributes:
+        chosen = new if attribute in before else celled
+        if not chosen.any():
+            continue
+        session.load_temp("_sqlanon_keep", {"record_key": keys[chosen]}, {"record_key": key_type})
         session.execute(
             sqltext.render(
                 sqltext.load(session.dialect, "live_keep_values"),
@@ -305,6 +353,7 @@ def keep_values(
             ),
             [domain, attribute],
         )
+        session.execute("DROP TABLE _sqlanon_keep")
 
 
 def rebuild(session: Session) -> None:

@@ -514,7 +514,12 @@ def release_ke(
             progress("rows written", int(chosen.sum()))
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
-        live.keep_values(session, scope.name, src, key, scope.attributes)
+        celled = cells.cell[:live_rows] >= 0
+        join_keys, key_type = _join_keys(keys[:live_rows], src.columns[key])
+        live.keep_values(
+            session, scope.name, src, key, join_keys, key_type, celled,
+            celled & (prior.cell[:live_rows] < 0), scope.before, scope.attributes,
+        )  # fmt: skip
         write_members(session, family, version, ghosts=ghosts.count > 0)
         domain.write_cells(session, family, version, cells)
         never = prior.cell < 0

@@ -36,6 +36,7 @@ from sqlanon.release import (
     _check_target,
     _check_unchanged,
     _idents,
+    _join_keys,
     _profile_source,
     _refuse_unsafe,
     _sql,
@@ -495,7 +496,12 @@ def release_lhd(
                 },
                 {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT"},
             )
-        live.keep_values(session, scope.name, src, key, scope.attributes)
+        celled = cells.cell[:live_rows] >= 0
+        join_keys, key_type = _join_keys(keys[:live_rows], src.columns[key])
+        live.keep_values(
+            session, scope.name, src, key, join_keys, key_type, celled,
+            celled & (prior.cell[:live_rows] < 0), scope.before, scope.attributes,
+        )  # fmt: skip
         write_members(session, family, version, ghosts=ghosts.count > 0)
         domain.write_cells(session, family, version, cells)
         never = prior.cell < 0
