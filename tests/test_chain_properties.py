@@ -296,7 +296,7 @@ def describe(world: World) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False))
 def test_the_chain_rule_leaves_the_exact_attacker_nothing(rng: random.Random) -> None:
     check_history(simulate(rng))

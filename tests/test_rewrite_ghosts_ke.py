@@ -43,7 +43,7 @@ def ghost_releases(
 
 
 SETTINGS = settings(
-    max_examples=300,
+    max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -62,7 +62,7 @@ def test_intervals_contain_the_truth_over_real_rows(release: Any, query: Any, se
 
 
 @settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
