@@ -113,6 +113,19 @@ def release_lhd(
         )
 
 
+def erase(con: Any, source: str) -> dict[str, Any]:
+    """Apply the deletions from ``source`` to sqlanon's state now, without publishing a
+    version (the data owner's erasure): every record a release of its domain published
+    and that is gone from ``source`` becomes a ghost (its key is replaced everywhere in
+    schema ``sqlanon``; the next release publishes the ghost), a gone record no release
+    published is forgotten. Returns ``{"source", "domain", "deleted", "ghosts",
+    "forgotten"}``; see :func:`sqlanon.live.erase` for what is refused."""
+    from sqlanon.live import erase as erase_deletions
+
+    with session_for(con) as session:
+        return erase_deletions(session, source)
+
+
 def load_hierarchies(con: Any, dataset: str, folder: str) -> dict[str, Any]:
     """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``."""
     from sqlanon.release_lhd import load_hierarchies as load
