@@ -269,9 +269,17 @@ def _lhd_domains(
     for table, column, value, level, label in hierarchy_rows:
         found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
+    # The owner may drop old version tables (README, "Changing tables"): skip them.
+    present = {
+        str(r[0])
+        for r in session.query(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema()"
+        )
+    }
     domains: dict[str, Any] = {}
     for _family, _version, table, model, parameters, *_metrics in rows:
-        if model != "lhd":
+        if model != "lhd" or str(table) not in present:
             continue
         per_column = {}
         for column in _quasi_columns(parameters):

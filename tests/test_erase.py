@@ -270,3 +270,21 @@ def test_erase_on_postgres(pg_db: str, pg_python_root: Path, pg_conn: Any) -> No
     with pytest.raises(psycopg.Error, match="never released"):
         pg_conn.execute("CREATE TABLE others (id integer)")
         pg_conn.execute("SELECT sqlanon.erase('others')")
+
+
+def test_old_version_tables_may_be_dropped(people: duckdb.DuckDBPyConnection) -> None:
+    """README, "Changing tables": the owner may stop serving old versions; interval
+    answers over the newest keep working (lHD label domains skip dropped tables)."""
+    sqlanon.hierarchy_widths(people, "people", "age", [5, 10, 20])
+    lhd = {"key": "id", "quasi": ["age"], "sensitive": ["salary"], "l": 2}
+    sqlanon.release_lhd(people, "people", "people_lhd", **lhd)
+    sqlanon.release_ke(people, "people", "people_ke", **RELEASE)
+    make_people(people, 30, start=FIRST + 1000)
+    assert sqlanon.release_lhd(people, "people", "people_lhd", **lhd)["version"] == 2
+    assert sqlanon.release_ke(people, "people", "people_ke", **RELEASE)["version"] == 2
+    for table in ("people_lhd_v1", "people_ke_v1", 'sqlanon."people_ke_v1_bounds"'):
+        people.execute(f"DROP TABLE {table}")
+    for family in ("people_lhd", "people_ke"):
+        (row,) = sqlanon.interval(people, f"SELECT COUNT(*) FROM {family}")  # noqa: S608
+        published = people.execute(f"SELECT count(*) FROM {family}").fetchone()[0]  # noqa: S608
+        assert row["count_star_low"] == row["count_star_high"] == published
