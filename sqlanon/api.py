@@ -273,8 +273,7 @@ def _lhd_domains(
     present = {
         str(r[0])
         for r in session.query(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = current_schema()"
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         )
     }
     domains: dict[str, Any] = {}
