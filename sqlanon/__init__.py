@@ -17,6 +17,7 @@ import sqlanon.release_lhd as _release_lhd_module  # noqa: F401
 import sqlanon.rewrite as _rewrite_package  # noqa: F401
 from sqlanon.api import (
     audit,
+    erase,
     hierarchy_widths,
     install,
     interval,
@@ -44,6 +45,7 @@ __all__ = [
     "UnsafeReleaseError",
     "UnsupportedQueryError",
     "audit",
+    "erase",
     "hierarchy_widths",
     "install",
     "interval",

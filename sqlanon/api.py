@@ -113,6 +113,19 @@ def release_lhd(
         )
 
 
+def erase(con: Any, source: str) -> dict[str, Any]:
+    """Apply the deletions from ``source`` to sqlanon's state now, without publishing a
+    version (the data owner's erasure): every record a release of its domain published
+    and that is gone from ``source`` becomes a ghost (its key is replaced everywhere in
+    schema ``sqlanon``; the next release publishes the ghost), a gone record no release
+    published is forgotten. Returns ``{"source", "domain", "deleted", "ghosts",
+    "forgotten"}``; see :func:`sqlanon.live.erase` for what is refused."""
+    from sqlanon.live import erase as erase_deletions
+
+    with session_for(con) as session:
+        return erase_deletions(session, source)
+
+
 def load_hierarchies(con: Any, dataset: str, folder: str) -> dict[str, Any]:
     """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``."""
     from sqlanon.release_lhd import load_hierarchies as load
@@ -256,9 +269,16 @@ def _lhd_domains(
     for table, column, value, level, label in hierarchy_rows:
         found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
+    # The owner may drop old version tables (README, "Changing tables"): skip them.
+    present = {
+        str(r[0])
+        for r in session.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+    }
     domains: dict[str, Any] = {}
     for _family, _version, table, model, parameters, *_metrics in rows:
-        if model != "lhd":
+        if model != "lhd" or str(table) not in present:
             continue
         per_column = {}
         for column in _quasi_columns(parameters):

@@ -67,6 +67,30 @@ def _progress(stage: str, count: int) -> None:
     print(f"sqlanon: {stage}: {count:,}", file=sys.stderr, flush=True)
 
 
+def change_line(family: str, summary: dict[str, Any]) -> str:
+    """What a release did, in one line: nothing (unchanged), or its change counts."""
+    if summary.get("unchanged"):
+        return f"{family}: no change since version {summary['version']}: nothing published"
+    counts = ", ".join(
+        f"{summary.get(name, 0)} {label}"
+        for name, label in (
+            ("inserted", "inserted"),
+            ("deleted", "deleted"),
+            ("quasi_changed", "quasi changed"),
+            ("value_changed", "value changed"),
+            ("ghosts", "ghosts"),
+            ("chain_held_back", "held back by the chain rule"),
+        )
+    )
+    return f"{family} version {summary['version']} published: {counts}"
+
+
+def _print_release(family: str, summary: dict[str, Any]) -> None:
+    """The summary as JSON on stdout (for scripts); the line for people on stderr."""
+    print(f"sqlanon: {change_line(family, summary)}", file=sys.stderr, flush=True)
+    print(json.dumps(summary, indent=2))
+
+
 def _release_ke(args: argparse.Namespace) -> None:
     from sqlanon.api import release_ke
 
@@ -85,7 +109,7 @@ def _release_ke(args: argparse.Namespace) -> None:
             progress=_progress,
             domain=args.domain,
         )
-    print(json.dumps(summary, indent=2))
+    _print_release(args.family, summary)
 
 
 def _release_lhd(args: argparse.Namespace) -> None:
@@ -106,7 +130,22 @@ def _release_lhd(args: argparse.Namespace) -> None:
             progress=_progress,
             domain=args.domain,
         )
-    print(json.dumps(summary, indent=2))
+    _print_release(args.family, summary)
+
+
+def _erase(args: argparse.Namespace) -> None:
+    from sqlanon.api import erase
+
+    with connect(args.db) as con:
+        done = erase(con, args.source)
+    print(
+        f"sqlanon: {done['source']}: {done['ghosts']} published records are ghosts now, "
+        f"{done['forgotten']} never-published records forgotten; nothing published "
+        "(the next release publishes the ghosts)",
+        file=sys.stderr,
+        flush=True,
+    )
+    print(json.dumps(done, indent=2))
 
 
 def _load_hierarchies(args: argparse.Namespace) -> None:
@@ -254,6 +293,15 @@ def build_parser() -> argparse.ArgumentParser:
         help=_DOMAIN_HELP,
     )
     lhd.set_defaults(run=_release_lhd)
+
+    erase = commands.add_parser(
+        "erase",
+        help="apply deletions from a released source to sqlanon's state now: published "
+        "records gone from it become ghosts (keys erased), without publishing a version",
+    )
+    erase.add_argument("--db", required=True)
+    erase.add_argument("source", help="the released table (table or schema.table)")
+    erase.set_defaults(run=_erase)
 
     hier = commands.add_parser(
         "load-hierarchies", help="store ARX hierarchy CSVs <dataset>_hierarchy_<attr>.csv"

@@ -17,7 +17,8 @@ Every release compares its source with the state of its domain's latest release:
 - a changed quasi-identifier keeps the record's cell (cells do not depend on QI).
 
 :func:`apply_changes` does this inside the release's transaction; if the release fails
-the transaction takes it back.
+the transaction takes it back. :func:`erase` applies the deletions alone, at once and
+without publishing (a person asking to be erased need not wait for the next release).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class Changes:
     inserted: int = 0
     deleted: int = 0  # published by the domain: now ghosts
     dropped: int = 0  # never published, gone: forgotten
+    # records of the family's last version deleted before this release (by erase(), or
+    # by a release of another family of the domain): already ghosts or forgotten
+    deleted_before: int = 0
     quasi_changed: int = 0
     value_changed: int = 0  # old incarnation a ghost, the new one a new record
     ghosts_before: int = 0  # ghosts in the family's last version
@@ -80,6 +84,7 @@ class Changes:
             self.inserted
             or self.deleted
             or self.dropped
+            or self.deleted_before
             or self.quasi_changed
             or self.value_changed
         )
@@ -87,7 +92,7 @@ class Changes:
     def as_metrics(self) -> dict[str, int]:
         return {
             "inserted": self.inserted,
-            "deleted": self.deleted + self.dropped,
+            "deleted": self.deleted + self.dropped + self.deleted_before,
             "quasi_changed": self.quasi_changed,
             "value_changed": self.value_changed,
         }
@@ -112,6 +117,7 @@ def apply_changes(
     if domain_last is None:
         return Changes(inserted=int(keys.size))
     value_changed = (rows["domain_cell"] >= 0) & rows["value_changed"].astype(bool)
+    before = 0 if family_last is None else _gone_before(session, family_last)
     sources = {r.source for r in catalog.domain_releases(session, domain)}
     if sources != {src.label}:
         # Several sources (a table and a filtered view, a copy): a record missing from
@@ -123,13 +129,51 @@ def apply_changes(
         )
         return Changes(
             inserted=int((~known).sum()),
+            deleted_before=before,
             quasi_changed=int((known & changed_row).sum()),
             ghosts_before=0 if family_last is None else _family_ghosts(session, family_last),
         )
-    gone = _gone(session, domain_last, family_last, src, key, int(known.sum()))
-    deleted = [k for k, published in gone if published]
-    dropped = [k for k, published in gone if not published]
     changed_keys = [str(k) for k in keys[value_changed].tolist()]
+    deleted, dropped = apply_deletes(
+        session, domain, domain_last, src, key, changed_keys, family_last, int(known.sum())
+    )
+    # The new incarnation of a changed record starts afresh.
+    rows["domain_cell"] = np.where(value_changed, -1, rows["domain_cell"]).astype(np.int64)
+    for name, empty in (("published_before", False), ("prev_group", -1), ("known", False)):
+        if name in rows:
+            rows[name] = np.where(value_changed, empty, rows[name])
+    ghosts_before = 0 if family_last is None else _family_ghosts(session, family_last)
+    return Changes(
+        inserted=int((~known).sum()),
+        deleted=deleted,
+        dropped=dropped,
+        deleted_before=before,
+        quasi_changed=int((known & changed_row & ~value_changed).sum()),
+        value_changed=len(changed_keys),
+        ghosts_before=ghosts_before,
+    )
+
+
+def apply_deletes(
+    session: Session,
+    domain: str,
+    domain_last: catalog.Release,
+    src: Source,
+    key: str,
+    changed_keys: Sequence[str] = (),
+    family_last: catalog.Release | None = None,
+    known: int = 0,
+) -> tuple[int, int]:
+    """Apply the deletions from ``src`` (the domain's one source) to the catalog: every
+    record of the domain's latest release gone from the source becomes a ghost if a
+    release published it (its key replaced everywhere in ``sqlanon.*``), and is
+    forgotten if none did. ``changed_keys`` (records whose value changed) become ghosts
+    too, linked to their key. Returns (ghosts made of deleted records, forgotten).
+    ``family_last`` / ``known``: the releasing family's last version and the source rows
+    it knew (see :func:`_gone`)."""
+    gone = _gone(session, domain_last, family_last, src, key, known)
+    deleted = [str(k) for k, published in gone if published]
+    dropped = [str(k) for k, published in gone if not published]
     if deleted or changed_keys:
         ghosting = [*deleted, *changed_keys]
         session.load_temp(
@@ -153,20 +197,64 @@ def apply_changes(
         for statement in sqltext.statements(sqltext.load(session.dialect, "live_drop")):
             session.execute(statement, [domain])
         session.execute("DROP TABLE _sqlanon_dropped")
-    # The new incarnation of a changed record starts afresh.
-    rows["domain_cell"] = np.where(value_changed, -1, rows["domain_cell"]).astype(np.int64)
-    for name, empty in (("published_before", False), ("prev_group", -1), ("known", False)):
-        if name in rows:
-            rows[name] = np.where(value_changed, empty, rows[name])
-    ghosts_before = 0 if family_last is None else _family_ghosts(session, family_last)
-    return Changes(
-        inserted=int((~known).sum()),
-        deleted=len(deleted),
-        dropped=len(dropped),
-        quasi_changed=int((known & changed_row & ~value_changed).sum()),
-        value_changed=len(changed_keys),
-        ghosts_before=ghosts_before,
-    )
+    return len(deleted), len(dropped)
+
+
+def erase(session: Session, source: str) -> dict[str, Any]:
+    """Apply the deletions from ``source`` to its domain's state now, without publishing
+    a version: every record some release of the domain published that is gone from the
+    source becomes a ghost (its key replaced everywhere in ``sqlanon.*``; the next
+    release publishes the ghost), and a gone record no release published is forgotten.
+    Refused (nothing written) for a source never released, and for a domain released
+    from several sources (a record missing from one may be filtered, not deleted).
+    Returns the counts: ``deleted`` = ``ghosts`` (published) + ``forgotten``."""
+    from sqlanon.release import resolve_source  # release builds on this module
+
+    with session.transaction():
+        src = resolve_source(session, source)
+        found = sorted({r.domain for r in catalog.releases(session) if r.source == src.label})
+        if not found:
+            raise ConfigError(
+                f"source {src.label} was never released: there is nothing to erase from "
+                "sqlanon's state (erase applies deletions from a released source); delete the "
+                "rows from the table itself"
+            )
+        name = found[0]
+        session.lock_family(f"domain {name}")
+        every = catalog.domain_releases(session, name)
+        sources = sorted({r.source for r in every})
+        if sources != [src.label]:
+            raise ConfigError(
+                f"domain {name!r} is released from several sources ({', '.join(sources)}): "
+                f"a record missing from {src.label} may be filtered out, not deleted, so "
+                "deletions are taken only from a domain released from one source; nothing "
+                "was erased"
+            )
+        keys = sorted({str(r.parameters.get("key")) for r in every})
+        if len(keys) != 1:
+            raise ConfigError(
+                f"releases of domain {name!r} use different keys ({', '.join(keys)}); "
+                "nothing was erased"
+            )
+        key = src.column(keys[0], "key")
+        ghosts, forgotten = apply_deletes(session, name, every[-1], src, key)
+    return {
+        "source": src.label,
+        "domain": name,
+        "deleted": ghosts + forgotten,
+        "ghosts": ghosts,
+        "forgotten": forgotten,
+    }
+
+
+def _gone_before(session: Session, release: catalog.Release) -> int:
+    """Records ``release`` held (its source's rows) that are ghosts or forgotten now."""
+    alive = session.query(
+        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 "
+        "AND NOT coalesce(ghost, false)",
+        [release.family, release.version],
+    )[0][0]
+    return max(0, release.source_rows - int(alive))
 
 
 def _gone(

@@ -1,10 +1,12 @@
 """dbt integration: the dbt-duckdb plugin and the sqlanon_release materialization.
 
 The end-to-end test runs the real ``dbt`` of this environment on a temporary copy of
-``examples/dbt`` and a temporary DuckDB file. dbt starts slowly, so it is invoked twice
-only: the first run publishes version 1 and fails two badly configured models, the
-second (after rows arrived) publishes version 2. The same goes for PostgreSQL
-(``--target postgres``) on a fresh database of the test server with sqlanon installed.
+``examples/dbt`` and a temporary DuckDB file: the first run publishes version 1 and
+fails two badly configured models; a run with nothing new publishes nothing; after rows
+arrived and some were deleted, a run that fails after its release and its retry publish
+version 2 once; ``dbt build`` with nothing new publishes nothing; ``--full-refresh`` is
+refused and writes nothing. The same goes for PostgreSQL (``--target postgres``) on a
+fresh database of the test server with sqlanon installed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,6 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-import sqlanon
 from sqlanon.dbt import Plugin, package_dir
 from sqlanon.pg_install import install_postgres
 
@@ -85,9 +87,9 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _dbt(project: Path, settings: dict[str, str], *args: str) -> tuple[int, dict[str, dict]]:
+def _dbt(project: Path, settings: dict[str, str], *args: str) -> tuple[int, dict[str, dict], str]:
     """Run dbt in ``project`` with the environment ``settings`` (the profile's
-    connection); its exit code and ``{model name: run result}``."""
+    connection); its exit code, ``{model name: run result}`` and its output."""
     env = {
         **os.environ,
         # the checkout under test, whatever sqlanon the environment may also have
@@ -98,6 +100,8 @@ def _dbt(project: Path, settings: dict[str, str], *args: str) -> tuple[int, dict
         "DO_NOT_TRACK": "1",
     }
     dbt = Path(sys.executable).with_name("dbt")
+    results_file = project / "target" / "run_results.json"
+    results_file.unlink(missing_ok=True)
     proc = subprocess.run(
         [str(dbt), "--no-use-colors", *args],
         cwd=project,
@@ -106,82 +110,194 @@ def _dbt(project: Path, settings: dict[str, str], *args: str) -> tuple[int, dict
         text=True,
         timeout=300,
     )
-    results_file = project / "target" / "run_results.json"
     if not results_file.is_file():
         pytest.fail(f"dbt {' '.join(args)} wrote no results:\n{proc.stdout}\n{proc.stderr}")
     results = json.loads(results_file.read_text())["results"]
-    return proc.returncode, {r["unique_id"].rsplit(".", 1)[1]: r for r in results}
+    return proc.returncode, {r["unique_id"].rsplit(".", 1)[1]: r for r in results}, proc.stdout
 
 
-def _relations(con: duckdb.DuckDBPyConnection) -> set[str]:
-    rows = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
-    ).fetchall()
-    return {r[0] for r in rows}
+class Database:
+    """The test's side of the database dbt builds in: a connection per call (DuckDB
+    needs its file to itself while dbt runs), and how rows arrive."""
+
+    schema = "main"
+    args: tuple[str, ...] = ()
+    settings: dict[str, str]
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def append_rest(self) -> None:
+        raise NotImplementedError
+
+    def relations(self) -> set[str]:
+        found = self.rows(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            [self.schema],
+        )
+        return {r[0] for r in found}
 
 
-def test_dbt_run_publishes_one_version_per_run(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    database = tmp_path / "clinic.duckdb"
-    con = duckdb.connect(str(database))
-    con.execute(
-        "CREATE TABLE adult AS SELECT * FROM read_csv($1) LIMIT $2", [str(ADULT_CSV), FIRST_HALF]
-    )
-    con.close()  # dbt needs the file to itself
+class DuckDB(Database):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.settings = {"SQLANON_DUCKDB": str(path)}
+        self.rows(
+            "CREATE TABLE adult AS SELECT * FROM read_csv(%s) LIMIT %s",
+            [str(ADULT_CSV), FIRST_HALF],
+        )
 
-    code, results = _dbt(project, {"SQLANON_DUCKDB": str(database)}, "run")
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        con = duckdb.connect(str(self.path))
+        try:
+            cursor = con.execute(sql.replace("%s", "?"), list(params))
+            return cursor.fetchall() if cursor.description else []
+        finally:
+            con.close()
+
+    def append_rest(self) -> None:
+        self.rows(
+            "INSERT INTO adult BY NAME SELECT * FROM read_csv(%s) "
+            "WHERE id NOT IN (SELECT id FROM adult)",
+            [str(ADULT_CSV)],
+        )
+
+
+class Postgres(Database):
+    schema = "public"
+    args = ("--target", "postgres")
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.settings = _pg_settings(url)
+        with ADULT_CSV.open() as f:
+            reader = csv.reader(f)
+            header = next(reader)
+            self.csv_rows = list(reader)
+        assert len(self.csv_rows) == 1427
+        with psycopg.connect(url, autocommit=True) as conn:
+            _pg_adult(conn, self.csv_rows[:FIRST_HALF], header)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            cursor = conn.execute(sql, list(params))
+            return cursor.fetchall() if cursor.description else []
+
+    def append_rest(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            _pg_adult(conn, self.csv_rows[FIRST_HALF:])
+
+
+def _versions(db: Database) -> list[tuple[Any, ...]]:
+    return db.rows("SELECT family, version FROM sqlanon.releases ORDER BY 1, 2")
+
+
+# The second run's model fails after its release, as a flaky post-hook would: on DuckDB
+# the release has committed on its own cursor, on PostgreSQL dbt's transaction takes it
+# back. Either way the retry must leave exactly one new version.
+FAILING_AFTER_RELEASE = (
+    "{{ config(post_hook=\"{{ 'select * from no_such_relation' "
+    "if var('fail_after_release', false) else '' }}\") }}\n"
+)
+
+
+def _publish_with_changes(db: Database, project: Path) -> None:
+    """Four runs of the example on ``db``: a first version (the bad models fail), a run
+    with nothing new (no version), a run after appends and deletes whose model fails
+    after its release and its retry (one new version in all), a ``dbt build`` with
+    nothing new (no version); then ``--full-refresh`` is refused writing nothing."""
+    model = project / "models" / "adult_ke.sql"
+    model.write_text(model.read_text() + FAILING_AFTER_RELEASE)
+    schema = db.schema
+
+    code, results, _ = _dbt(project, db.settings, "run", *db.args)
     assert code == 1  # the two bad models fail; the others are built
     for name in ("stg_adult", "adult_ke", "adult_ke_by_education"):
         assert results[name]["status"] == "success", results[name]["message"]
     for name, (_, message) in BAD_MODELS.items():
         assert results[name]["status"] == "error"
-        assert message.format(schema="main") in results[name]["message"]
-
-    con = duckdb.connect(str(database))
-    relations = _relations(con)
+        assert message.format(schema=schema) in results[name]["message"]
+    relations = db.relations()
     for name in BAD_MODELS:
-        assert not {name, f"{name}_v1"} & relations
-    assert con.execute("SELECT family, version FROM sqlanon.releases").fetchall() == [
-        ("adult_ke", 1)
-    ]
-    assert con.execute("SELECT DISTINCT family FROM sqlanon.members").fetchall() == [("adult_ke",)]
-    con.execute(
-        "INSERT INTO adult BY NAME SELECT * FROM read_csv($1) WHERE id NOT IN (SELECT id FROM adult)",
-        [str(ADULT_CSV)],
-    )
-    con.close()
+        # DuckDB commits the private source view before the release; PostgreSQL with it
+        left = {name, f"{name}_v1"} | ({f"{name}__source"} if isinstance(db, Postgres) else set())
+        assert not left & relations
+    assert _versions(db) == [("adult_ke", 1)]
+    assert db.rows("SELECT DISTINCT family FROM sqlanon.members") == [("adult_ke",)]
 
-    code, results = _dbt(project, {"SQLANON_DUCKDB": str(database)}, "run", "--select", "adult_ke+")
+    # nothing new: the run succeeds and writes no version
+    select = ("--select", "adult_ke+", *db.args)
+    code, results, log = _dbt(project, db.settings, "run", *select)
+    assert code == 0, {name: r["message"] for name, r in results.items()}
+    assert "adult_ke: no change since version 1: nothing published" in log
+    assert _versions(db) == [("adult_ke", 1)]
+    assert {"adult_ke", "adult_ke_v1"} <= db.relations() and "adult_ke_v2" not in db.relations()
+
+    db.append_rest()
+    deleted = [r[0] for r in db.rows("SELECT id FROM adult ORDER BY id LIMIT 3")]
+    db.rows("DELETE FROM adult WHERE id IN (%s, %s, %s)", deleted)
+    code, results, _ = _dbt(
+        project, db.settings, "run", *select, "--vars", "{fail_after_release: true}"
+    )
+    assert code == 1 and results["adult_ke"]["status"] == "error"
+    assert "no_such_relation" in results["adult_ke"]["message"]
+    code, results, log = _dbt(project, db.settings, "run", *select)  # the retry
     assert code == 0, {name: r["message"] for name, r in results.items()}
     assert set(results) == {"adult_ke", "adult_ke_by_education"}
+    assert _versions(db) == [("adult_ke", 1), ("adult_ke", 2)]
 
-    con = duckdb.connect(str(database))
-    try:
-        releases = con.execute(
-            "SELECT version, table_name, source, rows_published, held_back, source_rows "
-            "FROM sqlanon.releases WHERE family = 'adult_ke' ORDER BY version"
-        ).fetchall()
-        assert [r[:3] for r in releases] == [
-            (1, "adult_ke_v1", "main.adult_ke__source"),
-            (2, "adult_ke_v2", "main.adult_ke__source"),
-        ]
-        assert releases[0][5] == FIRST_HALF and releases[1][5] == 1427
-        assert con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0] == 2
-        assert {"adult_ke", "adult_ke_v1", "adult_ke_v2"} <= _relations(con)
-        published = releases[1][3]
-        assert published + releases[1][4] == 1427
-        assert con.execute("SELECT count(*) FROM adult_ke").fetchone()[0] == published
-        assert (
-            con.execute("SELECT sum(people) FROM adult_ke_by_education").fetchone()[0] == published
+    code, results, log = _dbt(project, db.settings, "build", *select)
+    assert code == 0, {name: r["message"] for name, r in results.items()}
+    assert "adult_ke: no change since version 2: nothing published" in log
+    assert _versions(db) == [("adult_ke", 1), ("adult_ke", 2)]
+
+    before = (db.relations(), db.rows("SELECT count(*) FROM sqlanon.members"))
+    code, results, _ = _dbt(
+        project, db.settings, "run", "--full-refresh", "--select", "adult_ke", *db.args
+    )
+    assert code == 1 and results["adult_ke"]["status"] == "error"
+    message = " ".join(results["adult_ke"]["message"].split())
+    assert "--full-refresh cannot re-do the releases of adult_ke" in message
+    assert "published versions are permanent" in message and "nothing was written" in message
+    assert (db.relations(), db.rows("SELECT count(*) FROM sqlanon.members")) == before
+    assert _versions(db) == [("adult_ke", 1), ("adult_ke", 2)]
+
+    releases = db.rows(
+        "SELECT version, table_name, source, rows_published, held_back, source_rows, "
+        "CAST(metrics AS VARCHAR) FROM sqlanon.releases WHERE family = 'adult_ke' "
+        "ORDER BY version"
+    )
+    assert [r[:3] for r in releases] == [
+        (1, "adult_ke_v1", f"{schema}.adult_ke__source"),
+        (2, "adult_ke_v2", f"{schema}.adult_ke__source"),
+    ]
+    assert releases[0][5] == FIRST_HALF and releases[1][5] == 1427 - 3
+    metrics = json.loads(releases[1][6])
+    assert (metrics["inserted"], metrics["deleted"]) == (1427 - FIRST_HALF, 3)
+    published, ghosts = releases[1][3], metrics["ghosts"]
+    assert published + releases[1][4] == 1427 - 3
+    assert db.rows("SELECT count(*) FROM adult_ke")[0][0] == published + ghosts
+    assert db.rows("SELECT sum(people) FROM adult_ke_by_education")[0][0] == published
+    columns = [
+        r[0]
+        for r in db.rows(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+            "AND table_name = 'adult_ke_v2' ORDER BY ordinal_position",
+            [schema],
         )
-        columns = [r[0] for r in con.execute("DESCRIBE adult_ke_v2").fetchall()]
-        assert columns == ["age", "sex", "education", "group_id", "capital_loss"]
-        sqlanon.install(con)
-        audit = json.loads(con.execute("SELECT sqlanon_audit('adult_ke')").fetchone()[0])
-        assert [a["version"] for a in audit] == [1, 2]
-        assert all(a["exposed"] == 0 for a in audit)
-    finally:
-        con.close()
+    ]
+    layout = ["age", "sex", "education", "group_id", "capital_loss"]
+    assert columns == (layout + ["ghost"] if ghosts else layout)
+    keys = {str(k) for k in deleted}
+    assert not db.rows(
+        "SELECT record_key FROM sqlanon.members WHERE record_key IN (%s, %s, %s)", sorted(keys)
+    )
+
+
+def test_dbt_publishes_only_what_changed(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    db = DuckDB(tmp_path / "clinic.duckdb")
+    _publish_with_changes(db, project)
 
 
 def _pg_settings(url: str) -> dict[str, str]:
@@ -207,78 +323,8 @@ def _pg_adult(conn: Any, rows: list[list[str]], header: list[str] | None = None)
 
 
 @pytest.mark.postgres
-def test_dbt_run_publishes_one_version_per_run_on_postgres(
+def test_dbt_publishes_only_what_changed_on_postgres(
     tmp_path: Path, pg_db: str, pg_python_root: Path
 ) -> None:
     install_postgres(pg_db, python_root=pg_python_root)
-    with ADULT_CSV.open() as f:
-        reader = csv.reader(f)
-        header = next(reader)
-        rows = list(reader)
-    assert len(rows) == 1427
-    with psycopg.connect(pg_db, autocommit=True) as conn:
-        _pg_adult(conn, rows[:FIRST_HALF], header)
-
-    project = _project(tmp_path)
-    settings = _pg_settings(pg_db)
-    code, results = _dbt(project, settings, "run", "--target", "postgres")
-    assert code == 1  # the two bad models fail; the others are built
-    for name in ("stg_adult", "adult_ke", "adult_ke_by_education"):
-        assert results[name]["status"] == "success", results[name]["message"]
-    for name, (_, message) in BAD_MODELS.items():
-        assert results[name]["status"] == "error"
-        assert message.format(schema="public") in results[name]["message"]
-
-    with psycopg.connect(pg_db, autocommit=True) as conn:
-        relations = _pg_relations(conn)
-        for name in BAD_MODELS:
-            assert not {name, f"{name}_v1", f"{name}__source"} & relations
-        assert conn.execute("SELECT family, version FROM sqlanon.releases").fetchall() == [
-            ("adult_ke", 1)
-        ]
-        assert conn.execute("SELECT DISTINCT family FROM sqlanon.members").fetchall() == [
-            ("adult_ke",)
-        ]
-        _pg_adult(conn, rows[FIRST_HALF:])
-
-    code, results = _dbt(project, settings, "run", "--target", "postgres", "--select", "adult_ke+")
-    assert code == 0, {name: r["message"] for name, r in results.items()}
-    assert set(results) == {"adult_ke", "adult_ke_by_education"}
-
-    with psycopg.connect(pg_db, autocommit=True) as conn:
-        releases = conn.execute(
-            "SELECT version, table_name, source, rows_published, held_back, source_rows "
-            "FROM sqlanon.releases WHERE family = 'adult_ke' ORDER BY version"
-        ).fetchall()
-        assert [r[:3] for r in releases] == [
-            (1, "adult_ke_v1", "public.adult_ke__source"),
-            (2, "adult_ke_v2", "public.adult_ke__source"),
-        ]
-        assert releases[0][5] == FIRST_HALF and releases[1][5] == 1427
-        assert conn.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0] == 2
-        assert {"adult_ke", "adult_ke_v1", "adult_ke_v2"} <= _pg_relations(conn)
-        published = releases[1][3]
-        assert published + releases[1][4] == 1427
-        assert conn.execute("SELECT count(*) FROM public.adult_ke").fetchone()[0] == published
-        assert (
-            conn.execute("SELECT sum(people) FROM public.adult_ke_by_education").fetchone()[0]
-            == published
-        )
-        columns = [
-            r[0]
-            for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = "
-                "'public' AND table_name = 'adult_ke_v2' ORDER BY ordinal_position"
-            ).fetchall()
-        ]
-        assert columns == ["age", "sex", "education", "group_id", "capital_loss"]
-        audit = conn.execute("SELECT sqlanon.audit('adult_ke')").fetchone()[0]  # jsonb
-        assert [a["version"] for a in audit] == [1, 2]
-        assert all(a["exposed"] == 0 for a in audit)
-
-
-def _pg_relations(conn: Any) -> set[str]:
-    rows = conn.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-    ).fetchall()
-    return {r[0] for r in rows}
+    _publish_with_changes(Postgres(pg_db), _project(tmp_path))

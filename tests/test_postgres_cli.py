@@ -1,5 +1,5 @@
 """The command line against the PostgreSQL test server: install-postgres (both halves),
-release-ke, audit and query over a postgresql:// URL."""
+release-ke, erase, audit and query over a postgresql:// URL."""
 
 from __future__ import annotations
 
@@ -49,11 +49,18 @@ def test_install_release_audit_and_query_by_url(
     ]  # fmt: skip
     code, out, err = run(capsys, *release)
     assert code == 0 and json.loads(out)["version"] == 1
-    assert err.splitlines() == [  # progress lines only
+    assert err.splitlines() == [  # progress lines, then what changed
         "sqlanon: rows read: 80",
         f"sqlanon: groups built: {json.loads(out)['groups']}",
         "sqlanon: rows written: 80",
+        "sqlanon: people_ke version 1 published: 80 inserted, 0 deleted, 0 quasi changed, "
+        "0 value changed, 0 ghosts, 0 held back by the chain rule",
     ]
+    code, out, err = run(capsys, *release)
+    assert code == 0 and json.loads(out)["unchanged"] is True
+    assert (
+        err.splitlines()[-1] == "sqlanon: people_ke: no change since version 1: nothing published"
+    )
     with psycopg.connect(pg_db, autocommit=True) as conn:
         granted = conn.execute(
             "SELECT has_table_privilege('sqlanon_analyst', 'people_ke_v1', 'SELECT'),"
@@ -67,6 +74,11 @@ def test_install_release_audit_and_query_by_url(
         capsys, "query", "--db", url, "SELECT sex, SUM(salary) FROM people_ke GROUP BY sex"
     )
     assert code == 0 and "sum_salary_low" in out
+    # (after the audit: it does not replay deletions yet)
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("DELETE FROM people WHERE id = 7")
+    code, out, _ = run(capsys, "erase", "--db", url, "people")
+    assert code == 0 and json.loads(out)["deleted"] == 1
 
     code, _, err = run(capsys, *release[:-1], "-1")
     assert code == 2 and err.startswith("sqlanon: e must be a finite number >= 0")

@@ -10,7 +10,11 @@
   then writes `<model>_v<N>` and points the view `<model>` at it. sqlanon creates those
   relations itself, so this materialization never creates or replaces `<model>`: it only
   tells dbt's relation cache that the view is there. A release that is unsafe or invalid
-  fails the model with sqlanon's message and publishes nothing.
+  fails the model with sqlanon's message and publishes nothing. A run with nothing new
+  since the last version publishes nothing (sqlanon returns that version's summary,
+  marked unchanged), so re-running or retrying a job never piles up versions; the view
+  `<model>` keeps showing the latest one. `--full-refresh` fails the model before
+  anything is written: published versions cannot be re-done.
 -#}
 
 {% materialization sqlanon_release, default %}
@@ -18,17 +22,50 @@
   {%- set arguments = sqlanon.release_arguments(kind) -%}
   {%- set family = this.incorporate(type='view') -%}
   {%- set source = this.incorporate(path={'identifier': this.identifier ~ '__source'}, type='view') -%}
+  {%- if should_full_refresh() -%}
+    {{ exceptions.raise_compiler_error(sqlanon.full_refresh_refusal(family.identifier)) }}
+  {%- endif -%}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {%- set summary = adapter.dispatch('publish_release', 'sqlanon')(kind, source, family, compiled_code, arguments) -%}
-  {{ log("sqlanon: " ~ family.identifier ~ " version " ~ summary.get('version') ~ " ("
-         ~ summary.get('table') ~ "): " ~ summary.get('rows_published') ~ " rows published, "
-         ~ summary.get('held_back', 0) ~ " held back, " ~ summary.get('suppressed', 0)
-         ~ " suppressed", info=True) }}
+  {{ log(sqlanon.release_message(family.identifier, summary), info=True) }}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
 
   {{ return({'relations': [family]}) }}
 {% endmaterialization %}
+
+
+{#- Why --full-refresh fails a release model, and what to do instead. -#}
+{% macro full_refresh_refusal(family) %}
+  {{ return(
+      "sqlanon_release: --full-refresh cannot re-do the releases of " ~ family ~ ": "
+      ~ "published versions are permanent (analysts may hold copies, and every later "
+      ~ "release of its domain composes with them), so nothing was written. Run without "
+      ~ "--full-refresh: the next run publishes what changed since the last version, or "
+      ~ "nothing if nothing did. For other parameters, release a new family (another model) "
+      ~ "of the same source. Only if no version of " ~ family ~ " was ever shared may you "
+      ~ "start over: drop " ~ family ~ ", " ~ family ~ "_v<N>, sqlanon." ~ family
+      ~ "_v<N>_bounds and its rows in sqlanon.releases, sqlanon.members and sqlanon.cells, "
+      ~ "or release into a new domain (config domain=...). To let project-wide "
+      ~ "--full-refresh runs build this model as usual, set full_refresh=false on it.") }}
+{% endmacro %}
+
+
+{#- One log line: what a run published, or that it had nothing new to publish. -#}
+{% macro release_message(family, summary) %}
+  {%- if summary.get('unchanged') -%}
+    {{ return("sqlanon: " ~ family ~ ": no change since version " ~ summary.get('version')
+              ~ ": nothing published") }}
+  {%- endif -%}
+  {{ return("sqlanon: " ~ family ~ " version " ~ summary.get('version') ~ " ("
+            ~ summary.get('table') ~ "): " ~ summary.get('rows_published') ~ " rows published, "
+            ~ summary.get('held_back', 0) ~ " held back, " ~ summary.get('suppressed', 0)
+            ~ " suppressed; " ~ summary.get('inserted', 0) ~ " inserted, "
+            ~ summary.get('deleted', 0) ~ " deleted, " ~ summary.get('quasi_changed', 0)
+            ~ " quasi changed, " ~ summary.get('value_changed', 0) ~ " value changed, "
+            ~ summary.get('ghosts', 0) ~ " ghosts, " ~ summary.get('chain_held_back', 0)
+            ~ " held back by the chain rule") }}
+{% endmacro %}
 
 
 {#- The named arguments each model takes, in the order of sqlanon's SQL functions. -#}

@@ -113,6 +113,23 @@ LANGUAGE sql VOLATILE AS $sql$
 SELECT sqlanon._audit(pg_catalog.current_schema(), family, records)
 $sql$;
 
+-- The data owner's erasure: the deletions from `source` (released, the one source of
+-- its domain) reach sqlanon's state now, without publishing a version: a published
+-- record gone from it becomes a ghost (its key replaced everywhere in schema sqlanon),
+-- a never-published one is forgotten. An unqualified source is the caller's
+-- current_schema()'s.
+CREATE OR REPLACE FUNCTION sqlanon._erase(schema text, source text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+# sqlanon: prologue
+from sqlanon.backends import postgres
+return postgres.server_call(plpy, "erase", source, schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.erase(source text) RETURNS jsonb
+LANGUAGE sql VOLATILE AS $sql$
+SELECT sqlanon._erase(pg_catalog.current_schema(), source)
+$sql$;
+
 -- Interval answers (analysts) ------------------------------------------------------------
 
 -- What the rewriter needs to know about every release, and nothing more (no k, e,

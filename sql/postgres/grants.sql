@@ -1,6 +1,6 @@
 -- Roles and privileges, applied by sqlanon.pg_install after functions.sql (idempotent).
 --
---   sqlanon_owner    runs releases, audits and hierarchy loads. It also needs, granted
+--   sqlanon_owner    runs releases, erasures, audits and hierarchy loads. It also needs, granted
 --                    by the database's administrator: SELECT on every source it releases
 --                    and CREATE on the schema the families go to (the caller's
 --                    current_schema()). Grant it to the data owner's login role(s).
@@ -52,6 +52,8 @@ GRANT EXECUTE ON FUNCTION
     sqlanon.audit(text),
     sqlanon.audit(text, boolean),
     sqlanon._audit(text, text, boolean),
+    sqlanon.erase(text),
+    sqlanon._erase(text, text),
     sqlanon.python_info()
 TO sqlanon_owner;
 GRANT EXECUTE ON FUNCTION

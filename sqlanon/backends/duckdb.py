@@ -182,6 +182,9 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             domain=domain,
         )
 
+    def erase(source):  # noqa: ANN001
+        return api.erase(con, source)
+
     def load_hierarchies(dataset, folder):  # noqa: ANN001
         return api.load_hierarchies(con, dataset, folder)
 
@@ -232,6 +235,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             ],
             VARCHAR,
         ),
+        ("_sqlanon_erase", _summary(erase), [VARCHAR], VARCHAR),
         ("_sqlanon_load_hierarchies", _summary(load_hierarchies), [VARCHAR, VARCHAR], VARCHAR),
         (
             "_sqlanon_hierarchy_widths",

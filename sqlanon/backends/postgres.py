@@ -452,14 +452,17 @@ def server_release_lhd(
 
 
 def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> str:
-    """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``."""
+    """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``,
+    ``sqlanon.erase``."""
     from sqlanon.audit import audit_family
+    from sqlanon.live import erase
     from sqlanon.release_lhd import hierarchy_widths, load_hierarchies
 
     verbs: dict[str, Callable[..., Any]] = {
         "load_hierarchies": load_hierarchies,
         "hierarchy_widths": hierarchy_widths,
         "audit": audit_family,
+        "erase": erase,
     }
     session = _in_schema(plpy, schema) if schema is not None else PlpySession(plpy)
     return _json(verbs[verb](session, *args))
