@@ -360,10 +360,21 @@ def read_ghosts(
             )
         by_attribute[name] = column
     session.load_temp(
-        "_sqlanon_ghost_values",
+        "_sqlanon_ghost_raw",
         {"record_key": ids, **{a: np.array(v, dtype=object) for a, v in by_attribute.items()}},
         {"record_key": "VARCHAR", **{a: src.columns[a] for a in by_attribute}},
     )
+    q = session.quote_ident
+    session.execute("DROP TABLE IF EXISTS _sqlanon_ghost_values")
+    session.execute(
+        sqltext.render(
+            sqltext.load(session.dialect, "live_ghost_values"),
+            columns=", ".join(f"src.{q(a)}" for a in by_attribute),
+            source=src.qualified(session),
+        )
+    )
+    session.execute("INSERT INTO _sqlanon_ghost_values SELECT * FROM _sqlanon_ghost_raw")
+    session.execute("DROP TABLE _sqlanon_ghost_raw")
     typed = session.query_arrays("SELECT * FROM _sqlanon_ghost_values ORDER BY record_key")
     return Ghosts(
         ids,

@@ -692,8 +692,10 @@ def plan_live(
     tables"). ``planned(keep)`` plans the records ``keep`` and returns every record's
     group (-1: absent) and the model's plan. A new incarnation of a changed record whose
     chain (or a cell its chain touches) would break the chain rule is held back and the
-    release planned again without it, until nothing breaks. Returns the group, the
-    plan, the cells after, and how many new incarnations were held back so."""
+    release planned again without it, until nothing breaks; when no new incarnation is
+    involved (a split of old cells broke it), those old cells are left out whole.
+    Returns the group, the plan, the cells after, and how many records were left out
+    so."""
     keep = np.ones(prior.cell.size, dtype=bool)
     while True:
         group, plan = planned(keep)
@@ -708,18 +710,29 @@ def plan_live(
         )
         new = (prior.cell < 0) & (group >= 0)
         failing_cells = set(np.flatnonzero(check.failing_cells).tolist())
-        hold: set[int] = set()
-        for chain, failing in zip(published, check.failing_chains.tolist(), strict=True):
-            if failing or failing_cells & {int(cells.cell[i]) for i in chain}:
-                hold |= {i for i in chain if new[i]}
-        if not hold:
-            if check.failing_chains.any() or failing_cells:
-                raise UnsafeReleaseError(
-                    f"{int(check.failing_chains.sum())} chains of changed records and "
-                    f"{len(failing_cells)} cells break the chain rule and holding back the "
-                    "new values cannot mend them; nothing was published; please report this"
-                )
+        failing = [
+            chain
+            for chain, bad in zip(published, check.failing_chains.tolist(), strict=True)
+            if bad or failing_cells & {int(cells.cell[i]) for i in chain}
+        ]
+        if not failing and not failing_cells:
             return group, plan, cells, int((~keep).sum())
+        hold = {i for chain in failing for i in chain if new[i]}
+        if not hold:
+            # Only old cells are involved (an lHD release split one so that its
+            # never-changed members fall short): leave those old cells out whole, which
+            # keeps them as the last release left them, when they met the rule.
+            touched = np.isin(cells.cell, list(failing_cells))
+            for chain in failing:
+                touched[list(chain)] = True
+            old = np.unique(prior.cell[touched & (prior.cell >= 0)])
+            hold = set(np.flatnonzero(np.isin(prior.cell, old) & keep).tolist())
+        if not hold:
+            raise UnsafeReleaseError(
+                f"{len(failing)} chains of changed records and {len(failing_cells)} cells "
+                "break the chain rule and leaving records out cannot mend them; nothing was "
+                "published; please report this"
+            )
         keep[list(hold)] = False
 
 
