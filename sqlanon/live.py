@@ -369,7 +369,7 @@ def read_ghosts(
     session.execute(
         sqltext.render(
             sqltext.load(session.dialect, "live_ghost_values"),
-            columns=", ".join(f"src.{q(a)}" for a in by_attribute),
+            columns=", ".join(f"{q('src')}.{q(a)}" for a in by_attribute),
             source=src.qualified(session),
         )
     )
