@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -124,33 +125,15 @@ def make_table(con: duckdb.DuckDBPyConnection, folder: Path, model: str) -> Tabl
 
 def families(table: Table, seed: int) -> list[Any]:
     """The release call of every family of the model, in order."""
+    ke = {"key": "id", "sensitive": "s", "quasi": ["age"], "k": 2, "e": 1, "seed": seed}
+    lhd = {"key": "id", "quasi": ["age", "zone"], "sensitive": ["c"], "l": 2, "seed": seed}
     calls = []
     if table.model in ("ke", "both"):
-        calls.append(
-            lambda: sqlanon.release_ke(
-                table.con,
-                "src",
-                "f_ke",
-                key="id",
-                sensitive="s",
-                quasi=["age"],
-                k=2,
-                e=1,
-                seed=seed,
-            )  # fmt: skip
-        )
+        calls.append(lambda: sqlanon.release_ke(table.con, "src", "f_ke", **ke))
     if table.model in ("lhd", "both"):
+        # tiny tables: suppressing a few rows must not refuse the whole release
         calls.append(
-            lambda: sqlanon.release_lhd(
-                table.con,
-                "src",
-                "f_lhd",
-                key="id",
-                quasi=["age", "zone"],
-                sensitive=["c"],
-                l=2,
-                seed=seed,
-            )  # fmt: skip
+            lambda: sqlanon.release_lhd(table.con, "src", "f_lhd", **lhd, max_suppression=0.5)
         )
     return calls
 
@@ -475,3 +458,72 @@ def test_live_sequences_leave_the_exact_attacker_nothing(scenario: Any) -> None:
             drive(con, Path(tmp) / "hier", scenario)
         finally:
             con.close()
+
+
+# ------------------------------------------------------------- fixed cases
+
+
+def scan_for(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
+    """Every table.column of schema sqlanon whose text holds ``text``."""
+    found = []
+    for table, column in con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = 'sqlanon' AND table_catalog = current_database() ORDER BY ALL"
+    ).fetchall():
+        hits = con.execute(
+            f'SELECT count(*) FROM sqlanon."{table}" '  # noqa: S608 (names from the catalog)
+            f'WHERE strpos(CAST("{column}" AS VARCHAR), ?) > 0',
+            [text],
+        ).fetchone()[0]
+        if hits:
+            found.append(f"{table}.{column}")
+    return found
+
+
+def test_a_deleted_persons_key_is_gone_from_every_sqlanon_table(tmp_path: Path) -> None:
+    """Erasure: after the release that follows a delete, the key's text is nowhere in the
+    sqlanon schema (members, kept values, links, catalog, bounds...), in any column.
+    Also for a person whose value changed before being deleted (a chain)."""
+    con = duckdb.connect(str(tmp_path / "erase.duckdb"))
+    sqlanon.install(con)
+    table = make_table(con, tmp_path / "hier", "both")
+    for n in range(8):
+        table.insert(AGES[n % 2], ZONES[n % 4], S_VALUES[n % 3], C_VALUES[(n + 1) % 3])
+    for call in families(table, 1):
+        call()
+    assert scan_for(con, key_of(2)) and scan_for(con, key_of(5))  # the scan sees keys
+    table.change_value(5, "s", 3 if table.people[5].s != 3 else 1)
+    for call in families(table, 2):
+        call()
+    assert con.execute("SELECT count(*) FROM sqlanon.links").fetchone()[0] == 1
+    table.delete(2)
+    table.delete(5)
+    for n in range(8, 12):
+        table.insert(AGES[n % 2], ZONES[n % 4], S_VALUES[n % 3], C_VALUES[n % 3])
+    summaries = [call() for call in families(table, 3)]
+    assert summaries[0]["deleted"] == 2
+    assert scan_for(con, key_of(2)) == [] and scan_for(con, key_of(5)) == []
+    assert scan_for(con, key_of(3))  # a person still there keeps their key
+    con.close()
+
+
+def test_a_refused_release_writes_nothing(tmp_path: Path) -> None:
+    """A release that cannot publish anything after deletes and a change (every new row
+    alone, k=2 impossible) is refused with the database exactly as it was: no ghost, no
+    link, no version, no table."""
+    con = duckdb.connect(str(tmp_path / "refused.duckdb"))
+    sqlanon.install(con)
+    table = make_table(con, tmp_path / "hier", "ke")
+    for s in (1, 2, 1, 2):
+        table.insert(20, "z1", s, "a")
+    (ke,) = families(table, 1)
+    assert ke()["rows_published"] == 4
+    table.delete(0)
+    table.change_value(1, "s", 3)
+    table.change_value(2, "s", 3)
+    table.change_value(3, "s", 3)
+    before = snapshot(con)
+    with pytest.raises(SqlanonError):
+        ke()
+    assert snapshot(con) == before
+    con.close()
