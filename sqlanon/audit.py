@@ -5,15 +5,23 @@ family and both models, compose, so the audit of a family is the audit of its do
 The attack is pure (:func:`sqlanon.audit_core.audit_domain`); this module reads what
 it needs: the domain's releases in order (the catalog), the group each release
 published each record in (``sqlanon.members``, status 'published'; never the
-planner's ``cell_id``: the attacker is independent of the planner's bookkeeping), and
-the true values of every sensitive attribute the releases published, from each
-release's source. It runs with the data owner's rights.
+planner's ``cell_id``: the attacker is independent of the planner's bookkeeping), the
+true values of every sensitive attribute the releases published, and the chains of
+changed values (``sqlanon.links``). It runs with the data owner's rights.
+
+Live tables (MODELS.md, "Changing tables"): a published record deleted since, or the
+old incarnation of a changed value, is a ghost: it keeps its place in every release
+under its ghost id, an ordinary member of its groups, and its values come from
+``sqlanon.kept_values``; a live record's come from each release's source (or from
+``sqlanon.kept_values`` when the source changed after the domain's last release: the
+audit replays what was published).
 
 One row per release of the domain, in order::
 
     {"family": "patients_ke", "version": 2, "seq": 3, "model": "ke",
      "domain": "main.patients", "exposed": 2, "newly_exposed": 2, "by_cell": 2,
-     "by_subtraction": 2, "by_comparison": 0, "subtraction_complete": true}
+     "by_subtraction": 2, "by_comparison": 0, "by_chain": 0,
+     "subtraction_complete": true}
 
 ``exposed`` counts the records an attacker holding the releases up to this one pins
 below a requirement by any check (at this release or before), ``newly_exposed`` those
@@ -33,9 +41,9 @@ from sqlanon import audit_core, catalog, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 from sqlanon.models.cells import Requirement
-from sqlanon.release import resolve_source
+from sqlanon.release import _INTEGER, _NUMERIC, resolve_source
 
-_COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison")
+_COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison", "by_chain")
 
 
 def audit_family(session: Session, family: str, records: bool = False) -> list[dict[str, Any]]:
@@ -100,18 +108,24 @@ def _requirement(r: catalog.Release) -> tuple[Requirement, tuple[str, ...]]:
 
 
 def _read(
-    session: Session, r: catalog.Release, attributes: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Keys and groups of the records ``r`` published, and their values of each
-    attribute, read from the source now."""
+    session: Session, r: catalog.Release, published: Sequence[str], others: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Keys (ghost ids for ghosts) and groups of the records ``r`` published, and their
+    values of each attribute with where they were found: a live record's from the
+    source now, a ghost's as the domain keeps it. ``published`` (what ``r`` published)
+    must be found for every record; ``others`` (what other releases of the audit
+    published: the chain check compares every attribute) where they can be."""
     p = r.parameters
     source = resolve_source(session, p["source"])
     q = session.quote_ident
     template = sqltext.load(session.dialect, "audit_published_values")
     keys = groups = np.zeros(0, dtype=object)
     values = {}
-    for a in attributes:
+    for a in [*published, *(a for a in others if a not in published)]:
+        required = a in published
         if a not in source.columns:
+            if not required:
+                continue
             raise ConfigError(
                 f"{r.family} v{r.version} published {a!r}, which {p['source']} no longer "
                 "has: the audit needs its true values"
@@ -119,23 +133,62 @@ def _read(
         text = sqltext.render(
             template, key=q(p["key"]), column=q(a), source=source.qualified(session)
         )
-        rows = session.query_arrays(text, [r.family, r.version])
+        rows = session.query_arrays(text, [r.family, r.version, r.domain, a])
         keys = np.asarray(rows["record_key"], dtype=object)
         groups = np.asarray(rows["group_id"]).astype(np.int64)
-        lost = ~np.asarray(rows["found"], dtype=bool)
-        if lost.any():
+        found = np.asarray(rows["found"], dtype=bool)
+        if required and not found.all():
+            lost = ~found
+            ghost = np.asarray(rows["ghost"], dtype=bool)
+            what = (
+                f"ghost(s) (deleted or changed records) {r.family} v{r.version} published "
+                f"have no kept value of {a!r}"
+                if ghost[lost].all()
+                else f"record(s) {r.family} v{r.version} published are no longer in {p['source']}"
+            )
             raise ConfigError(
-                f"{int(lost.sum())} record(s) {r.family} v{r.version} published are no "
-                f"longer in {p['source']} (e.g. key {keys[lost][0]!r}): the audit needs "
-                "the true values of every published record"
+                f"{int(lost.sum())} {what} (e.g. key {keys[lost][0]!r}): the audit needs the "
+                "true values of every published record"
             )
         if np.unique(keys).size != keys.size:
             raise ConfigError(
                 f"the key {p['key']!r} of {p['source']} is not unique any more: the audit "
                 "cannot tell which row was published"
             )
-        values[a] = np.asarray(rows["value"])
+        values[a] = (_typed(np.asarray(rows["value"], dtype=object), source.columns[a]), found)
     return keys, groups, values
+
+
+def _typed(text: np.ndarray, column_type: str) -> np.ndarray:
+    """Values read as text (as the domain keeps them) back as the column's type:
+    numbers as int64 or float64, anything else as text (equal values, equal text)."""
+    kind = column_type.lower()
+    if _INTEGER.search(kind):
+        try:
+            return np.array([int(v) for v in text.tolist()], dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    if _NUMERIC.search(kind):
+        return np.array([np.nan if v is None else float(v) for v in text.tolist()])
+    return text
+
+
+def _chains(
+    session: Session, domains: Sequence[str | None], index: dict[str, int]
+) -> list[tuple[int, ...]]:
+    """The changed people's incarnations among the audited records, oldest first
+    (``sqlanon.links`` of each domain); incarnations never published are left out."""
+    out = []
+    for name in sorted({d for d in domains if d is not None}):
+        after = dict(session.query(sqltext.load(session.dialect, "live_links"), [name]))
+        for start in sorted(set(after) - set(after.values())):
+            path = [start]
+            while path[-1] in after and len(path) <= len(after):
+                path.append(after[path[-1]])
+            chain = tuple(index[x] for x in path if x in index)
+            if len(chain) >= 2:
+                out.append(chain)
+    return out
 
 
 class _Values:
@@ -181,8 +234,10 @@ def _audit(
     session: Session, chosen: Sequence[catalog.Release], records: bool
 ) -> list[dict[str, Any]]:
     promised = [_requirement(r) for r in chosen]
+    every = sorted({a for _, published in promised for a in published})
     reads = [
-        _read(session, r, published) for r, (_, published) in zip(chosen, promised, strict=True)
+        _read(session, r, published, every)
+        for r, (_, published) in zip(chosen, promised, strict=True)
     ]
     keys, index = np.unique(
         np.concatenate([k for k, _, _ in reads] or [np.zeros(0, dtype=object)]).astype(str),
@@ -200,10 +255,11 @@ def _audit(
         group = np.full(n, -1, dtype=np.int64)
         group[rows] = groups
         attacked.append(audit_core.AttackedRelease(group, requirement, published))
-        for a, column in read_values.items():
-            values.setdefault(a, _Values(a, n)).add(rows, column, r, keys)
+        for a, (column, found) in read_values.items():
+            values.setdefault(a, _Values(a, n)).add(rows[found], column[found], r, keys)
     columns = {a: v.column() for a, v in values.items()}
-    results = audit_core.audit_domain(columns, attacked)
+    chains = _chains(session, [r.domain for r in chosen], {k: i for i, k in enumerate(keys)})
+    results = audit_core.audit_domain(columns, attacked, chains=chains)
     out = []
     for position, (r, result) in enumerate(zip(chosen, results, strict=True), start=1):
         row: dict[str, Any] = {

@@ -8,7 +8,7 @@ attribute ``a`` and each :class:`AttackedRelease` gives every record's group (-1
 absent), the sensitive attributes the release published (each group's multiset of
 them is public) and its :class:`~sqlanon.models.cells.Requirement`.
 
-After each release (each prefix of the list) three checks run, each naming the
+After each release (each prefix of the list) four checks run, each naming the
 records it exposes:
 
 - ``cell`` (the worst case, the rule sqlanon enforces): a record's history is its group
@@ -27,8 +27,18 @@ records it exposes:
   spread, exposes it.
 - ``comparison`` (seed 002's comparison attack, over every release): the same with the
   groups only, no subtraction.
+- ``chain`` (MODELS.md, "Changing tables", the chain rule's worst case): ``chains``
+  lists each changed person's incarnations, oldest first (a ghost of an old value,
+  then the next, ...); the attacker knows that consecutive incarnations differ on the
+  attributes whose values differ and agree on the others. Only incarnations published
+  by then count. An incarnation's candidates are the tuples (every audited attribute)
+  of its cell's never-changed members that extend along its chain to a compatible
+  tuple of a never-changed cellmate of every other incarnation; fewer distinct values
+  (or a smaller spread) than its cell's requirement exposes it, and a cell holding an
+  incarnation whose never-changed members alone miss the requirement exposes all its
+  members. Ghosts of deleted records are never-changed members like any other.
 
-The checks nest: ``comparison`` ⊆ ``subtraction`` ⊆ ``cell``. Every known set is a union
+The first three checks nest: ``comparison`` ⊆ ``subtraction`` ⊆ ``cell``. Every known set is a union
 of cells (cells refine every group, and a difference of unions of cells is one), so a
 record's candidates always contain its own cell's values: when its cell meets the
 requirement, no known set can expose it. The audit uses this to attack only the records
@@ -46,8 +56,9 @@ lower bound; ``by_cell``, the worst case, and so ``exposed`` stay exact).
 >>> v = {"s": np.array([1887, 1887, 1740, 1485, 1977, 1902])}
 >>> v1 = AttackedRelease(np.array([0, 0, 0, 0, 0, -1]), Requirement.lhd(["s"], 3))
 >>> v2 = AttackedRelease(np.array([0, 0, 0, 0, 0, 0]), Requirement.lhd(["s"], 3))
->>> [a.counts() for a in audit_domain(v, [v1, v2])][1]
-{'exposed': 1, 'newly_exposed': 1, 'by_cell': 1, 'by_subtraction': 1, 'by_comparison': 0}
+>>> counts = audit_domain(v, [v1, v2])[1].counts()
+>>> [counts[c] for c in ("exposed", "by_cell", "by_subtraction", "by_comparison", "by_chain")]
+[1, 1, 1, 0, 0]
 """
 
 from __future__ import annotations
@@ -75,7 +86,7 @@ __all__ = [
     "candidates",
 ]
 
-CHECKS = ("cell", "subtraction", "comparison")
+CHECKS = ("cell", "subtraction", "comparison", "chain")
 
 #: The subtraction's budget per prefix, in derived known sets: this many per group,
 #: at least ``MIN_DERIVED`` and at most ``MAX_DERIVED`` (see above).
@@ -111,6 +122,7 @@ class DomainAudit:
     exposed: np.ndarray
     newly_exposed: np.ndarray
     subtraction_complete: bool = True
+    by_chain: np.ndarray | None = None  # None: no chain was given
 
     def counts(self) -> dict[str, int]:
         return {
@@ -119,6 +131,7 @@ class DomainAudit:
             "by_cell": int(self.by_cell.sum()),
             "by_subtraction": int(self.by_subtraction.sum()),
             "by_comparison": int(self.by_comparison.sum()),
+            "by_chain": 0 if self.by_chain is None else int(self.by_chain.sum()),
         }
 
 
@@ -391,6 +404,80 @@ def _cell_codes(cells: _Cells, encoded: list[_Encoded]) -> list[list[frozenset[i
     return out
 
 
+# ---------------------------------------------------------------------------- chains
+
+
+def _validate_chains(chains: Sequence[Sequence[int]], n: int) -> list[tuple[int, ...]]:
+    out = [tuple(int(r) for r in chain) for chain in chains]
+    every = [r for chain in out for r in chain]
+    if any(r < 0 or r >= n for r in every):
+        raise ConfigError(f"a chain names a record outside 0..{n - 1}")
+    if len(set(every)) != len(every):
+        raise ConfigError("a record appears in more than one chain, or twice in one")
+    return out
+
+
+def _chain_exposed(
+    cells: _Cells, encoded: list[_Encoded], chains: Sequence[tuple[int, ...]]
+) -> np.ndarray:
+    """Per record: exposed by the chain rule's worst case (see the module docstring),
+    with the cells as they are after this release. Plain sets of code tuples: the
+    cells that hold an incarnation are small."""
+    exposed = np.zeros(cells.cell.size, dtype=bool)
+    published = [tuple(r for r in chain if cells.cell[r] >= 0) for chain in chains]
+    published = [chain for chain in published if len(chain) >= 2]
+    if not published:
+        return exposed
+    changed = {r for chain in published for r in chain}
+    touched = {int(cells.cell[r]) for r in changed}
+    width = len(encoded)
+
+    def row(r: int) -> tuple[int, ...]:
+        return tuple(int(e.codes[r]) for e in encoded)
+
+    tuples: dict[int, set[tuple[int, ...]]] = {c: set() for c in touched}
+    for r in np.flatnonzero(cells.cell >= 0).tolist():
+        c = int(cells.cell[r])
+        if c in touched and r not in changed:
+            tuples[c].add(row(r))
+
+    def below(cell: int, candidates: set[tuple[int, ...]]) -> bool:
+        for j in range(width):
+            need_d = int(cells.need_distinct[cell, j])
+            need_s = float(cells.need_spread[cell, j])
+            codes = {t[j] for t in candidates}
+            if len(codes) < need_d or (need_s > 0 and _spread(encoded[j], codes) < need_s):
+                return True
+        return False
+
+    for c in touched:
+        if below(c, tuples[c]):
+            exposed[cells.cell == c] = True
+
+    def compatible(u: tuple[int, ...], t: tuple[int, ...], differ: frozenset[int]) -> bool:
+        return all((u[j] == t[j]) != (j in differ) for j in range(width))
+
+    for chain in published:
+        rows = [row(r) for r in chain]
+        differ = [
+            frozenset(j for j in range(width) if a[j] != b[j])
+            for a, b in zip(rows, rows[1:], strict=False)
+        ]
+        domains = [set(tuples[int(cells.cell[r])]) for r in chain]
+        for j, link in enumerate(differ):  # forward, then backward: exact on a path
+            domains[j + 1] = {
+                t for t in domains[j + 1] if any(compatible(u, t, link) for u in domains[j])
+            }
+        for j in reversed(range(len(differ))):
+            domains[j] = {
+                t for t in domains[j] if any(compatible(t, u, differ[j]) for u in domains[j + 1])
+            }
+        for r, found in zip(chain, domains, strict=True):
+            if below(int(cells.cell[r]), found):
+                exposed[r] = True
+    return exposed
+
+
 # ---------------------------------------------------------------------------- the audit
 
 
@@ -431,10 +518,13 @@ def audit_domain(
     *,
     shortcut: bool = True,
     max_derived: int | None = None,
+    chains: Sequence[Sequence[int]] = (),
 ) -> list[DomainAudit]:
     """One :class:`DomainAudit` per prefix of ``releases`` (the attacker holding
-    releases 1..t), for the records 0..n-1 of the domain (see the module docstring)."""
+    releases 1..t), for the records 0..n-1 of the domain (see the module docstring).
+    ``chains``: each changed person's incarnations (records), oldest first."""
     n, attributes, groups = _validate(values, releases)
+    chains = _validate_chains(chains, n)
     encoded = [_Encoded.of(a, values[a]) for a in attributes]
     cells = _Cells.empty(n, len(attributes))
     exposed = np.zeros(n, dtype=bool)
@@ -462,8 +552,11 @@ def audit_domain(
             np.append(per_cell, False)[cells.cell]
             for per_cell in (failing, by_subtraction, by_comparison)
         ]
-        now = exposed | flags[0] | flags[1] | flags[2]
-        out.append(DomainAudit(flags[0], flags[1], flags[2], now, now & ~exposed, complete))
+        by_chain = _chain_exposed(cells, encoded, chains)
+        now = exposed | flags[0] | flags[1] | flags[2] | by_chain
+        out.append(
+            DomainAudit(flags[0], flags[1], flags[2], now, now & ~exposed, complete, by_chain)
+        )
         exposed = now
     return out
 

@@ -35,6 +35,12 @@ ATTACKS = {
         "intersecting the values of every group or class a record was published in "
         "narrows it below the requirement",
     ),
+    "by_chain": (
+        "chain",
+        "the worst case of changed values: knowing which published records changed which "
+        "attributes links the cells of their old and new values, and these records' cells "
+        "(counting only members that never changed) leave too few candidates",
+    ),
 }
 
 HELD_BACK_WHY = (
@@ -96,22 +102,32 @@ def _warning(rows: Sequence[dict[str, Any]], scope: str, budget: str) -> str:
     last = rows[-1]
     attacks = []
     for check, (name, what) in ATTACKS.items():
-        hit = [r for r in rows if r[check]]
+        hit = [r for r in rows if r.get(check, 0)]
         if hit:
             attacks.append(
-                f"<li><b>{name}</b>: {what}. {last[check]:,} record(s) with every release "
+                f"<li><b>{name}</b>: {what}. {last.get(check, 0):,} record(s) with every release "
                 f"in hand, first at {_name(hit[0])}.</li>"
             )
     header = "".join(
         f"<th>{c}</th>"
-        for c in ("release", "seq", "exposed", "newly exposed", "cell", "subtraction", "comparison")
+        for c in (
+            "release",
+            "seq",
+            "exposed",
+            "newly exposed",
+            "cell",
+            "subtraction",
+            "comparison",
+            "chain",
+        )
     )
     # The releases that exposed someone new, and the last one (exposure is cumulative).
     shown = [r for r in rows[:-1] if r["newly_exposed"]] + [last]
     body = "\n".join(
         f"<tr><td>{_name(r)}</td><td>{r['seq']}</td><td>{r['exposed']:,}</td>"
         f"<td>{r['newly_exposed']:,}</td><td>{r['by_cell']:,}</td>"
-        f"<td>{r['by_subtraction']:,}</td><td>{r['by_comparison']:,}</td></tr>"
+        f"<td>{r['by_subtraction']:,}</td><td>{r['by_comparison']:,}</td>"
+        f"<td>{r.get('by_chain', 0):,}</td></tr>"
         for r in shown
     )
     return f"""<div class="warning" id="exposed">

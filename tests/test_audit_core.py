@@ -59,6 +59,7 @@ def test_lhd_then_ke_of_the_same_column_is_caught_by_every_check():
         "by_cell": 4,
         "by_subtraction": 4,
         "by_comparison": 4,
+        "by_chain": 0,
     }
     assert candidates(values, [lhd, ke], "comparison")["v"] == [{100}, {900}, {110}, {910}]
     # Each release alone is safe: the audit of either family alone says 0.

@@ -233,7 +233,7 @@ def test_exposed_records_stand_out(tmp_path: Path) -> None:
     table = block.split('<table id="exposed-releases">', 1)[1]
     assert re.findall(r"<tr><td>(.*?)</td>", table) == ["pay_paper v2"]
     cells = re.findall(r"<td>(.*?)</td>", table)
-    assert cells == ["pay_paper v2", "2", "2", "2", "2", "2", "0"]
+    assert cells == ["pay_paper v2", "2", "2", "2", "2", "2", "0", "0"]
     assert [r[-3] for r in version_rows(page)] == ["0", "2"]
     assert sorted(images(page)) == ["spread", "widths"]
 
