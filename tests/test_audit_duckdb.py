@@ -269,17 +269,7 @@ def live_people(con: duckdb.DuckDBPyConnection, n: int, start: int = 0) -> None:
     )
 
 
-BOTH_REFUSED = pytest.mark.xfail(
-    raises=UnsafeReleaseError,
-    strict=True,
-    reason="PRODUCT BUG (refusal, not an exposure): after (k,e) on salary published a "
-    "changed record's new incarnation, the lHD family (job) splits that incarnation's "
-    "cell so that its never-changed members miss k; plan_live can hold back only new "
-    "incarnations and raises 'please report this' (nothing is written)",
-)
-
-
-@pytest.mark.parametrize("model", ["ke", "lhd", pytest.param("both", marks=BOTH_REFUSED)])
+@pytest.mark.parametrize("model", ["ke", "lhd", "both"])
 def test_releases_of_a_live_table_audit_to_zero(tmp_path: Path, model: str) -> None:
     """Product releases with deletes, value changes and QI changes between them: the
     audit replays the ghosts (values from sqlanon.kept_values) and the chains, and finds

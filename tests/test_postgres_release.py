@@ -183,19 +183,9 @@ def test_deleted_or_changed_published_rows_are_released_live_on_both_sides(
     assert published == []
 
 
-NUMERIC_GHOSTS_REFUSED = pytest.mark.xfail(
-    raises=psycopg.errors.InvalidTableDefinition,
-    strict=True,
-    reason="PRODUCT BUG (a refused release, nothing exposed): with ghosts, a (k,e) release "
-    "of a numeric(9,2) column writes it as plain numeric (the ghosts' kept values are "
-    "typed from information_schema's data_type, without precision and scale), and "
-    "CREATE OR REPLACE VIEW cannot change the family view's column type",
-)
-
-
 @pytest.mark.parametrize(
     "column_type",
-    [pytest.param("numeric(9,2)", marks=NUMERIC_GHOSTS_REFUSED), "double precision"],
+    ["numeric(9,2)", "double precision"],
 )
 def test_the_audit_reads_ghosts_back_as_their_type(people: Any, column_type: str) -> None:
     """Kept values are text: the audit reads them back as numbers (spreads), on the
