@@ -16,7 +16,7 @@ from sqlanon.audit import audit_domain_of, audit_versions
 from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.cli import main
 from sqlanon.demo import run_experiment
-from sqlanon.errors import ConfigError, UnsafeReleaseError
+from sqlanon.errors import ConfigError
 
 COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison", "by_chain")
 
