@@ -173,7 +173,7 @@ def start(k, e, initial, policy) -> History | None:
     return history
 
 
-@settings(deadline=None, max_examples=200)
+@settings(deadline=None, max_examples=100)
 @given(growing_tables(), st.sampled_from(["auto", "merge", "defer"]))
 def test_no_release_sequence_breaks_a_cell(table, policy):
     k, e, initial, batches = table

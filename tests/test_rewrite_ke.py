@@ -194,7 +194,7 @@ def check_sound(
 
 
 SETTINGS = settings(
-    max_examples=300,
+    max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
