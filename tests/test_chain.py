@@ -60,9 +60,8 @@ def test_counter_example_fails() -> None:
 
 def test_counter_example_exposes_c_to_the_exact_attacker() -> None:
     truth = {x: (int(v),) for x, v in zip("abcAB", COUNTER, strict=True)}
-    ke = {"distinct": {0: 2}, "spread": {0: 1.0}}
-    r1 = Publication.of(truth, [0], [["a", "b", "c"]], **ke)
-    r2 = Publication.of(truth, [0], [["a", "b", "c"], ["A", "B"]], **ke)
+    r1 = Publication.of(truth, [0], [["a", "b", "c"]], {0: 2}, {0: 1.0})
+    r2 = Publication.of(truth, [0], [["a", "b", "c"], ["A", "B"]], {0: 2}, {0: 1.0})
     links = [("a", "A", frozenset({0})), ("b", "B", frozenset({0}))]
     assert set(exact_exposed(History(truth, [r1, r2], links))) == {"c"}
     assert exact_exposed(History(truth, [r1, r2])) == {}  # without the links: safe
@@ -82,9 +81,8 @@ def test_safe_variant_passes() -> None:
     assert not check.failing_chains.any()
     assert not check.failing_cells.any()
     truth = {x: (int(v),) for x, v in zip("abcdABmn", SAFE, strict=True)}
-    ke = {"distinct": {0: 2}, "spread": {0: 1.0}}
-    r1 = Publication.of(truth, [0], ["abcd"], **ke)
-    r2 = Publication.of(truth, [0], ["abcd", "ABmn"], **ke)
+    r1 = Publication.of(truth, [0], ["abcd"], {0: 2}, {0: 1.0})
+    r2 = Publication.of(truth, [0], ["abcd", "ABmn"], {0: 2}, {0: 1.0})
     links = [("a", "A", frozenset({0})), ("b", "B", frozenset({0}))]
     assert exact_exposed(History(truth, [r1, r2], links)) == {}
 

@@ -200,10 +200,10 @@ def simulate(rng: random.Random, chain_rule: bool = True, tries: int = 60) -> Wo
             trial = world.copy()
             placed: set[int] = set()
             if with_changes:
-                for old, new, positions in changes:
+                for old, changed_to, what in changes:
                     trial.ghost[old] = True
-                    r = trial.add(new, trial.person[old])
-                    trial.links.append((old, r, positions))
+                    r = trial.add(changed_to, trial.person[old])
+                    trial.links.append((old, r, what))
                     placed.add(r)
             accepted = _release(rng, trial, spec, placed, checked, chain_rule, tries)
             if accepted is not None:
