@@ -320,6 +320,50 @@ def write_members(session: Session, family: str, version: int, *, ghosts: bool =
         session.execute("DROP TABLE _sqlanon_ghost_values")
 
 
+def unchanged(
+    last: catalog.Release | None,
+    changes: live.Changes,
+    ghosts: live.Ghosts,
+    rows: dict[str, np.ndarray],
+    chosen: np.ndarray,
+) -> dict[str, Any] | None:
+    """The latest summary marked ``unchanged`` when this release would publish nothing
+    new (MODELS.md, "Nothing new"): no insert, delete or change since the family's last
+    version, no new ghost, and no record (``chosen``: live rows, then ghosts) published
+    that the last version did not publish. None: publish."""
+    if last is None or changes.any or ghosts.count != changes.ghosts_before:
+        return None
+    before = np.concatenate([rows["published_before"].astype(bool), ghosts.published_before])
+    if (chosen & ~before).any():
+        return None
+    return {**_summary(last), "unchanged": True}
+
+
+def write_state(
+    session: Session,
+    family: str,
+    version: int,
+    scope: DomainScope,
+    src: Source,
+    key: str,
+    keys: np.ndarray,
+    live_rows: int,
+    prior: Cells,
+    cells: Cells,
+    ghosts: live.Ghosts,
+) -> None:
+    """Keep the values of records new to a cell, then store the loaded members (ghosts
+    too) and every cell's requirement as this version of ``family``."""
+    celled = cells.cell[:live_rows] >= 0
+    join_keys, key_type = _join_keys(keys[:live_rows], src.columns[key])
+    live.keep_values(
+        session, scope.name, src, key, join_keys, key_type, celled,
+        celled & (prior.cell[:live_rows] < 0), scope.before, scope.attributes,
+    )  # fmt: skip
+    write_members(session, family, version, ghosts=ghosts.count > 0)
+    domain.write_cells(session, family, version, cells)
+
+
 def publish_view(session: Session, family: str, table: str) -> None:
     q = session.quote_ident
     session.execute(_sql(session, "point_view", family=q(family), release=q(table)))
@@ -477,13 +521,9 @@ def release_ke(
         if policy != "paper":
             _refuse_unsafe(prior, cells, {sensitive: values})
         chosen = group >= 0
-        published_before = np.zeros(keys.size, dtype=bool)
-        if last is not None:
-            published_before[:live_rows] = rows["published_before"]
-            published_before[live_rows:] = ghosts.published_before
-        if not changes.any and ghosts.count == changes.ghosts_before and last is not None:
-            if not (chosen & ~published_before).any():
-                return {**_summary(last), "unchanged": True}
+        same = unchanged(last, changes, ghosts, rows, chosen)
+        if same is not None:
+            return same
         if not chosen[:live_rows].any():
             raise InfeasibleError(
                 f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
@@ -514,14 +554,9 @@ def release_ke(
             progress("rows written", int(chosen.sum()))
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
-        celled = cells.cell[:live_rows] >= 0
-        join_keys, key_type = _join_keys(keys[:live_rows], src.columns[key])
-        live.keep_values(
-            session, scope.name, src, key, join_keys, key_type, celled,
-            celled & (prior.cell[:live_rows] < 0), scope.before, scope.attributes,
-        )  # fmt: skip
-        write_members(session, family, version, ghosts=ghosts.count > 0)
-        domain.write_cells(session, family, version, cells)
+        write_state(
+            session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
+        )
         never = prior.cell < 0
         summary = catalog.Release(
             family=family,

@@ -36,7 +36,6 @@ from sqlanon.release import (
     _check_target,
     _check_unchanged,
     _idents,
-    _join_keys,
     _profile_source,
     _refuse_unsafe,
     _sql,
@@ -48,7 +47,8 @@ from sqlanon.release import (
     publish_view,
     random_order,
     resolve_source,
-    write_members,
+    unchanged,
+    write_state,
 )
 
 # Names the read and write SQL use for their own columns.
@@ -415,13 +415,9 @@ def release_lhd(
         )
         _refuse_unsafe(prior, cells, attribute_values)
         chosen = class_id >= 0
-        published_before = np.zeros(keys.size, dtype=bool)
-        if last is not None:
-            published_before[:live_rows] = rows["published_before"].astype(bool)
-            published_before[live_rows:] = ghosts.published_before
-        if not changes.any and ghosts.count == changes.ghosts_before and last is not None:
-            if not (chosen & ~published_before).any():
-                return {**_summary(last), "unchanged": True}
+        same = unchanged(last, changes, ghosts, rows, chosen)
+        if same is not None:
+            return same
         if progress is not None:
             progress("groups built", int(plan.n_classes))
         labels = {c: np.full(keys.size, None, dtype=object) for c in quasi}
@@ -496,14 +492,9 @@ def release_lhd(
                 },
                 {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT"},
             )
-        celled = cells.cell[:live_rows] >= 0
-        join_keys, key_type = _join_keys(keys[:live_rows], src.columns[key])
-        live.keep_values(
-            session, scope.name, src, key, join_keys, key_type, celled,
-            celled & (prior.cell[:live_rows] < 0), scope.before, scope.attributes,
-        )  # fmt: skip
-        write_members(session, family, version, ghosts=ghosts.count > 0)
-        domain.write_cells(session, family, version, cells)
+        write_state(
+            session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
+        )
         never = prior.cell < 0
         ghost_rows = int(chosen[live_rows:].sum())
         summary = catalog.Release(
