@@ -442,32 +442,20 @@ def release_lhd(
                 **dict.fromkeys(quasi, "VARCHAR"),
             },
         )
-        if ghosts.count:
-            session.execute(
-                _sql(
-                    session,
-                    "lhd_write_release_ghosts",
-                    release=q(table),
-                    labels=_idents(session, quasi, "a"),
-                    sensitive=_idents(session, sensitive, "v"),
-                    source_values=_idents(session, sensitive, "src"),
-                    ghost_values=_idents(session, sensitive, "g"),
-                    source=src.qualified(session),
-                    key=q(key),
-                )
+        # With ghosts, their kept values join the source's (the class_ghosts column too).
+        session.execute(
+            _sql(
+                session,
+                "lhd_write_release_ghosts" if ghosts.count else "lhd_write_release",
+                release=q(table),
+                labels=_idents(session, quasi, "a"),
+                sensitive=_idents(session, sensitive, "v"),
+                source_values=_idents(session, sensitive, "src"),
+                ghost_values=_idents(session, sensitive, "g"),
+                source=src.qualified(session),
+                key=q(key),
             )
-        else:
-            session.execute(
-                _sql(
-                    session,
-                    "lhd_write_release",
-                    release=q(table),
-                    labels=_idents(session, quasi, "a"),
-                    sensitive=_idents(session, sensitive, "v"),
-                    source=src.qualified(session),
-                    key=q(key),
-                )
-            )
+        )
         session.execute("DROP TABLE _sqlanon_lhd")
         if progress is not None:
             progress("rows written", int(chosen.sum()))
