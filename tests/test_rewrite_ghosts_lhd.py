@@ -224,7 +224,7 @@ def test_postgres_matches_every_world(pg_conn: Any) -> None:
     from tests.test_rewrite_postgres import _pg_fetch
 
     rng = random.Random(11)
-    for _ in range(12):
+    for _ in range(6):
         rows: list[Row] = []
         for cid in range(rng.randint(1, 3)):
             size, labels = rng.randint(1, 3), (rng.choice(A_LABELS), rng.choice(C_LABELS))
