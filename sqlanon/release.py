@@ -406,6 +406,11 @@ def release_ke(
     if not isinstance(key, str) or not isinstance(sensitive, str):
         raise ConfigError("key and sensitive must each name one column")
     quasi = _check_names(family, quasi, [sensitive], key)
+    if not quasi:
+        raise ConfigError(
+            "quasi must list at least one column: the columns analysts filter and group by "
+            "(a release without any would show only shuffled values and group ids)"
+        )
     domain_name = domain.check_domain(domain_name)
     with session.transaction():
         session.lock_family(family)

@@ -240,19 +240,28 @@ def test_null_keys_and_values_are_refused(
 def test_nan_values_are_refused(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "nan.duckdb"))
     sqlanon.install(con)
-    con.execute("CREATE TABLE t AS SELECT range AS id, CAST(range AS DOUBLE) AS s FROM range(20)")
+    con.execute(
+        "CREATE TABLE t AS SELECT range AS id, range % 3 AS q, CAST(range AS DOUBLE) AS s "
+        "FROM range(20)"
+    )
     con.execute("UPDATE t SET s = 'NaN'::DOUBLE WHERE id = 4")
     with pytest.raises(ConfigError, match="NaN"):
-        sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=[], k=3, e=1)
+        sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=["q"], k=3, e=1)
     con.close()
 
 
 def test_fewer_than_k_distinct_values(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "few.duckdb"))
     sqlanon.install(con)
-    con.execute("CREATE TABLE t AS SELECT range AS id, range % 2 AS s FROM range(20)")
+    con.execute(
+        "CREATE TABLE t AS SELECT range AS id, range % 3 AS q, range % 2 AS s FROM range(20)"
+    )
     with pytest.raises(InfeasibleError, match="k=3"):
+        sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=["q"], k=3, e=0)
+    # no quasi-identifier at all: refused before anything is read (was a raw parser error)
+    with pytest.raises(ConfigError, match="quasi must list at least one column"):
         sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=[], k=3, e=0)
+    assert con.execute("SELECT count(*) FROM sqlanon.releases").fetchone() == (0,)
     con.close()
 
 
