@@ -339,6 +339,17 @@ def unchanged(
     return {**_summary(last), "unchanged": True}
 
 
+def left_out_counts(chosen: np.ndarray, prior: Cells, live_rows: int) -> dict[str, int]:
+    """The summary's row counts: live rows published, rows left out that no release
+    published yet (held back) and that one did (suppressed), ghosts included."""
+    never = prior.cell < 0
+    return {
+        "rows_published": int(chosen[:live_rows].sum()),
+        "held_back": int((~chosen & never).sum()),
+        "suppressed": int((~chosen & ~never).sum()),
+    }
+
+
 def write_state(
     session: Session,
     family: str,
@@ -562,7 +573,6 @@ def release_ke(
         write_state(
             session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
         )
-        never = prior.cell < 0
         summary = catalog.Release(
             family=family,
             version=version,
@@ -570,9 +580,7 @@ def release_ke(
             model="ke",
             source=src.label,
             parameters=parameters,
-            rows_published=int(chosen[:live_rows].sum()),
-            held_back=int((~chosen & never).sum()),
-            suppressed=int((~chosen & ~never).sum()),
+            **left_out_counts(chosen, prior, live_rows),
             groups=int(plan.groups),
             sum_of_errors=float(plan.sum_of_errors),
             source_rows=source_rows,

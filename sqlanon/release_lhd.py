@@ -41,6 +41,7 @@ from sqlanon.release import (
     _sql,
     _summary,
     grant_readers,
+    left_out_counts,
     load_members,
     open_domain,
     plan_live,
@@ -483,7 +484,6 @@ def release_lhd(
         write_state(
             session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
         )
-        never = prior.cell < 0
         ghost_rows = int(chosen[live_rows:].sum())
         summary = catalog.Release(
             family=family,
@@ -492,9 +492,7 @@ def release_lhd(
             model="lhd",
             source=src.label,
             parameters=parameters,
-            rows_published=int(chosen[:live_rows].sum()),
-            held_back=int((~chosen & never).sum()),
-            suppressed=int((~chosen & ~never).sum()),
+            **left_out_counts(chosen, prior, live_rows),
             groups=int(plan.n_classes),
             sum_of_errors=None,
             source_rows=source_rows,
