@@ -34,7 +34,9 @@ def load_adult(con: duckdb.DuckDBPyConnection, table: str = "adult_all") -> int:
         f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM read_csv($1, header = true)",  # noqa: S608
         [str(bundled_adult())],
     )
-    return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]  # noqa: S608
+    row = con.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
+    assert row is not None
+    return int(row[0])
 
 
 def append_schedule(n: int, parts: int = PARTS) -> list[int]:

@@ -70,7 +70,9 @@ def attribute_name(name: str) -> str:
     return name.lower().replace("-", "_")
 
 
-def load_hierarchies(session: Session, dataset: str, folder: str | os.PathLike[str]) -> dict:
+def load_hierarchies(
+    session: Session, dataset: str, folder: str | os.PathLike[str]
+) -> dict[str, Any]:
     """Store every ``<dataset>_hierarchy_<attr>.csv`` of ``folder`` in
     ``sqlanon.hierarchies``, replacing that dataset's rows (and widths of the same
     attributes). Returns ``{"dataset", "attributes", "rows"}``."""
@@ -105,7 +107,7 @@ def load_hierarchies(session: Session, dataset: str, folder: str | os.PathLike[s
 
 def hierarchy_widths(
     session: Session, dataset: str, attribute: str, widths: Sequence[float]
-) -> dict:
+) -> dict[str, Any]:
     """Store a numeric interval hierarchy spec (built from the data at release time);
     it replaces a loaded ARX hierarchy of the same attribute."""
     if not isinstance(dataset, str) or not dataset:

@@ -152,7 +152,18 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
 
     number = next(_registrations)
 
-    def release_ke(source, family, key, sensitive, quasi, k, e, policy, seed, domain):  # noqa: ANN001
+    def release_ke(
+        source: str,
+        family: str,
+        key: str,
+        sensitive: str,
+        quasi: list[str],
+        k: int,
+        e: float,
+        policy: str,
+        seed: int | None,
+        domain: str | None,
+    ) -> dict[str, Any]:
         return api.release_ke(
             con,
             source,
@@ -167,7 +178,18 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             domain=domain,
         )
 
-    def release_lhd(source, family, key, quasi, sensitive, l, algorithm, ms, seed, domain):  # noqa: ANN001, E741
+    def release_lhd(
+        source: str,
+        family: str,
+        key: str,
+        quasi: list[str],
+        sensitive: list[str],
+        l: int,  # noqa: E741
+        algorithm: str,
+        ms: float,
+        seed: int | None,
+        domain: str | None,
+    ) -> dict[str, Any]:
         return api.release_lhd(
             con,
             source,
@@ -182,22 +204,22 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             domain=domain,
         )
 
-    def erase(source):  # noqa: ANN001
+    def erase(source: str) -> dict[str, Any]:
         return api.erase(con, source)
 
-    def load_hierarchies(dataset, folder):  # noqa: ANN001
+    def load_hierarchies(dataset: str, folder: str) -> dict[str, Any]:
         return api.load_hierarchies(con, dataset, folder)
 
-    def hierarchy_widths(dataset, attribute, widths):  # noqa: ANN001
+    def hierarchy_widths(dataset: str, attribute: str, widths: list[float]) -> dict[str, Any]:
         return api.hierarchy_widths(con, dataset, attribute, widths)
 
-    def audit_family(family, records):  # noqa: ANN001
+    def audit_family(family: str, records: bool) -> list[dict[str, Any]]:
         return api.audit(con, family, records=bool(records))
 
-    def interval_sql(sql):  # noqa: ANN001
+    def interval_sql(sql: str) -> str:
         return api.rewrite(sql, con)
 
-    def rewrite_sql(sql, dialect):  # noqa: ANN001
+    def rewrite_sql(sql: str, dialect: str) -> str:
         return api.rewrite(sql, con, dialect)
 
     udfs: list[tuple[str, Any, list[Any], Any]] = [

@@ -270,7 +270,7 @@ def python_info() -> str:
             "python_dir": str(Path(sqlanon.__file__).resolve().parent.parent),
             "sqlanon": sqlanon.__version__,
             "numpy": np.__version__,
-            "sqlglot": sqlglot.__version__,
+            "sqlglot": sqlglot.__version__,  # type: ignore[attr-defined]
             "python": sys.version.split()[0],
         }
     )
@@ -321,8 +321,8 @@ def _values(values: np.ndarray, type_name: str) -> list[Any]:
     ints for INTEGER/BIGINT columns (PostgreSQL refuses "9.0" there; DuckDB casts)."""
     array = np.asarray(values)
     if array.dtype.kind == "f" and _INT_TYPE.search(type_name):
-        return array.astype(np.int64).tolist()
-    return array.tolist()
+        return list(array.astype(np.int64).tolist())
+    return list(array.tolist())
 
 
 def _pg_type(name: str) -> str:

@@ -63,7 +63,8 @@ def _reversed_within_groups(g: np.ndarray) -> np.ndarray:
     start = np.flatnonzero(new_group)
     end = np.r_[start[1:], len(g)]
     of = np.cumsum(new_group) - 1
-    return start[of] + end[of] - 1 - np.arange(len(g))
+    result: np.ndarray = start[of] + end[of] - 1 - np.arange(len(g))
+    return result
 
 
 def _ascending(v: np.ndarray, g: np.ndarray) -> dict[str, np.ndarray]:

@@ -480,7 +480,7 @@ class _Problem:
         whole = self.piece_ok(np.arange(self.n), np.zeros(self.n, dtype=np.int64), 1)
         piece, ok = whole
         new = self.piece_cell == self.new_cell
-        active = ok[piece] | new
+        active: np.ndarray = ok[piece] | new
         for s, name in enumerate(self.sensitive):
             distinct = np.unique(self.sa_codes[s][active]).size
             if distinct < self.l:
