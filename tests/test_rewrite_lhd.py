@@ -17,14 +17,19 @@ from typing import Any
 
 import duckdb
 import pytest
+import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlglot import exp
 
 import sqlanon
 from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.demo import load_adult
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewrite import LabelDomain, ReleaseInfo, rewrite
+from sqlanon.rewrite.analyze import AggregateItem, analyze
+from tests.test_rewrite_fixtures import load_cases
+from tests.test_rewrite_ke import check_sound
 from tests.test_rewrite_support import fetch
 
 HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
@@ -59,7 +64,7 @@ def adult(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ):
         labels = ", ".join(f"r.{c} AS {c}_label" for c in quasi)
         con.execute(
-            f"CREATE TABLE truth_{family} AS SELECT s.*, {labels} FROM {source} s "  # noqa: S608
+            f"CREATE TABLE truth_{family} AS SELECT s.*, r.class_id, {labels} FROM {source} s "  # noqa: S608
             "JOIN sqlanon.members m ON m.record_key = CAST(s.id AS VARCHAR) "
             f"AND m.family = '{family}' AND m.version = 1 AND m.status = 'published' "
             f"JOIN (SELECT DISTINCT class_id, {', '.join(quasi)} FROM {family}_v1) r "
@@ -151,6 +156,75 @@ def test_adult_intervals_contain_the_truth(
     sql, truth_sql = query_pair(family, where or "", group, list(FUNCS))
     out = fetch(con, rewrite(sql, catalog, "duckdb"))
     check(out, fetch(con, truth_sql), list(FUNCS), group, sql)
+
+
+FIXTURE_CASES = load_cases(Path(__file__).parent / "rewrite_fixtures" / "lhd.sql")
+QUASI = {"age", "sex", "marital_status", "education"}
+
+
+def on_truth(sql: str) -> str:
+    """The fixture's query over the published records' raw values: the release becomes
+    ``truth_<family>``, grouped quasi columns become their published labels, unaliased
+    aggregates get the rewriter's output names."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    assert isinstance(tree, exp.Select)
+    grouped = {c.name for c in tree.args["group"].expressions} if tree.args.get("group") else set()
+    for table in tree.find_all(exp.Table):
+        table.set("this", exp.to_identifier(f"truth_{table.name.split('_v')[0]}"))
+    labels = grouped & QUASI
+
+    def label(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.name in labels:
+            return exp.column(f"{node.name}_label", table=node.table or None)
+        return node
+
+    items = []
+    for item in tree.expressions:
+        if isinstance(item, exp.AggFunc):
+            arg = item.this
+            item = exp.alias_(
+                item, f"{item.key}_{'star' if isinstance(arg, exp.Star) else arg.name}"
+            )
+        elif isinstance(item, exp.Column) and item.name in labels:
+            item = exp.alias_(label(item.copy()), item.name)
+        items.append(item)
+    tree.set("expressions", items)
+    tree.set("group", tree.args["group"].transform(label) if grouped else None)
+    for key in ("order", "limit"):
+        tree.set(key, None)
+    return tree.sql("duckdb")
+
+
+@pytest.mark.parametrize(
+    ("columns", "sql"), FIXTURE_CASES, ids=[f"case{i}" for i in range(len(FIXTURE_CASES))]
+)
+def test_fixture(adult: Any, columns: list[str], sql: str) -> None:
+    con, catalog = adult
+    cur = con.execute(rewrite(sql, catalog, "duckdb"))
+    assert [d[0] for d in cur.description] == columns
+    names = [d[0] for d in cur.description]
+    out = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    aggs = {
+        item.name: item.func
+        for item in analyze(sql, catalog).items
+        if isinstance(item, AggregateItem)
+    }
+    truth = fetch(con, on_truth(sql))
+    if " LIMIT " not in sql:
+        check_sound(out, truth, sql, aggs)
+    else:  # the rows kept are the first ones by the (label) order: each is checked
+        groups = [c for c in columns if not any(c.startswith(a) for a in aggs)]
+        by_key = {tuple(r[g] for g in groups): r for r in truth}
+        kept = [
+            by_key[tuple(r[g] for g in groups)]
+            for r in out
+            if tuple(r[g] for g in groups) in by_key
+        ]
+        check_sound(out, kept, sql, aggs)
+
+
+def test_fixture_file_is_not_empty() -> None:
+    assert len(FIXTURE_CASES) >= 10
 
 
 def test_no_where_counts_exactly(adult: Any) -> None:
