@@ -160,7 +160,6 @@ def upgrade_script(
 def place_extension(
     python_dir: Path,
     *,
-    python_version: str,
     extension_dir: Path | str | None = None,
     migrations: list[str] | None = None,
 ) -> PlacedExtension:
@@ -176,7 +175,7 @@ def place_extension(
     marker = json.loads((python_dir / MARKER).read_text())
     deps_dir = python_dir.parent / marker["deps"]
     directory = Path(extension_dir) if extension_dir is not None else server_extension_dir()
-    version = extension_version(python_dir, deps_dir, python_version)
+    version = extension_version(python_dir, deps_dir, marker["python"])
     control = directory / f"{EXTENSION}.control"
     previous = None
     if control.is_file():

@@ -110,6 +110,7 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
         session.execute("SELECT pg_advisory_lock(hashtext('sqlanon:install'))")
         try:
             _create_plpython(conn)
+            _refuse_extension(session)
             server_python = _probe(session, None)["python"]
             python_dir = root / python_dir_name(server_python)
             built = False
@@ -247,6 +248,21 @@ def _create_plpython(conn: Any) -> None:
             "(Debian/Ubuntu: apt-get install postgresql-plpython3-<major version>); "
             f"server said: {exc.diag.message_primary}"
         ) from exc
+
+
+def _refuse_extension(session: Any) -> None:
+    """A database where ``CREATE EXTENSION sqlanon`` installed sqlanon is upgraded by
+    ``ALTER EXTENSION``: installing plain objects over it would break the extension."""
+    rows = session.query(
+        "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sqlanon'"
+    )
+    if rows:
+        raise ConfigError(
+            f"this database has sqlanon as a PostgreSQL extension (version {rows[0][0]}), "
+            "which `sqlanon install-postgres URL` does not manage: run `sqlanon "
+            "install-postgres --server-side` on the server machine to place this sqlanon's "
+            "extension files, then `ALTER EXTENSION sqlanon UPDATE` in this database"
+        )
 
 
 def _probe(session: Any, marker: Path | None) -> dict[str, Any]:
