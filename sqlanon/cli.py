@@ -214,6 +214,7 @@ def _install_postgres(args: argparse.Namespace) -> None:
         raise ConfigError("give either a postgresql:// URL or --server-side, not both")
     if args.server_side:
         from sqlanon.pg_extension import place_extension
+
         built = install_python_dir(args.python_root, python_version=args.python_version)
         print(f"sqlanon for the server's PL/Python is in {built}")
         placed = place_extension(built, extension_dir=args.extension_dir)

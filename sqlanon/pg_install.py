@@ -253,9 +253,7 @@ def _create_plpython(conn: Any) -> None:
 def _refuse_extension(session: Any) -> None:
     """A database where ``CREATE EXTENSION sqlanon`` installed sqlanon is upgraded by
     ``ALTER EXTENSION``: installing plain objects over it would break the extension."""
-    rows = session.query(
-        "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sqlanon'"
-    )
+    rows = session.query("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sqlanon'")
     if rows:
         raise ConfigError(
             f"this database has sqlanon as a PostgreSQL extension (version {rows[0][0]}), "

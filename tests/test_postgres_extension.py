@@ -158,7 +158,15 @@ def test_create_extension_then_release_query_and_drop(
         " to_regclass('people_lhd_v1')::text, to_regproc('sqlanon.interval'),"
         " (SELECT count(*) FROM pg_roles WHERE rolname IN ('sqlanon_owner', 'sqlanon_analyst'))"
     ).fetchone()
-    assert left == (None, None, "sqlanon.people_ke_v2_bounds", "people_ke", "people_lhd_v1", None, 2)
+    assert left == (
+        None,
+        None,
+        "sqlanon.people_ke_v2_bounds",
+        "people_ke",
+        "people_lhd_v1",
+        None,
+        2,
+    )
 
 
 def test_create_extension_refuses_a_database_installed_by_url(
@@ -260,7 +268,9 @@ def test_pg_dump_and_restore_keep_the_releases_and_their_state(
                 copy,
                 "SELECT has_table_privilege('sqlanon_analyst', 'sqlanon.people_ke_v2_bounds',"
                 " 'SELECT') AND has_table_privilege('sqlanon_analyst', 'people_lhd', 'SELECT')"
-                " AND NOT has_table_privilege('sqlanon_analyst', 'sqlanon.members', 'SELECT')",
+                " AND NOT has_table_privilege('sqlanon_analyst', 'sqlanon.members', 'SELECT')"
+                " AND has_schema_privilege('sqlanon_analyst', 'sqlanon', 'USAGE')"
+                " AND NOT has_schema_privilege('public', 'sqlanon', 'USAGE')",
             )
             assert granted
             # The next release sees the same history on both sides: the same version.
