@@ -41,6 +41,19 @@ For a server on another machine, run ``sqlanon install-postgres --server-side`` 
 that machine (same sqlanon version; it builds the directory there), then
 ``sqlanon install-postgres URL`` from anywhere: it finds the directory through the
 server and does only the database part.
+
+**Two ways into a database.** ``--server-side`` also places sqlanon as a PostgreSQL
+extension (:mod:`sqlanon.pg_extension`): ``CREATE EXTENSION sqlanon CASCADE``,
+``ALTER EXTENSION sqlanon UPDATE``, and ``pg_dump`` dumps the catalog's rows with the
+extension. Its scripts are generated from the same files this module applies
+(migrations, ``functions.sql`` with the prologue, ``grants.sql``), so both ways give
+the same objects. The URL install above stays for servers where no file can be placed
+in the extension directory (a managed server that allows PL/Python but no file
+access, or a user who is not root there). A database stays with the way it was
+installed: :func:`install_postgres` refuses a database holding the extension (it is
+upgraded by ``ALTER EXTENSION``), and the extension's install script refuses a
+database this module installed (its objects are not extension members, and making
+them members by hand would be a third, untested path). Both refusals say what to run.
 """
 
 from __future__ import annotations
