@@ -287,3 +287,42 @@ def test_pg_dump_and_restore_keep_the_releases_and_their_state(
             admin.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+def test_placement_chains_upgrade_scripts_and_writes_no_downgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python_dir = tmp_path / "python" / "build"
+    python_dir.mkdir(parents=True)
+    (python_dir / pg_install.MARKER).write_text('{"python": "3.11", "deps": "deps"}')
+    every = [name for name, _ in sqltext.migrations("postgres")]
+    directory = tmp_path / "extension"
+    directory.mkdir()
+
+    def place(version: str, migrations: list[str]) -> PlacedExtension:
+        with monkeypatch.context() as patch:
+            patch.setattr(pg_install, "_sqlanon_version", lambda: version)
+            return place_extension(python_dir, extension_dir=directory, migrations=migrations)
+
+    old = place("0.0.1", every[:-1])
+    new = place("0.0.2", every)
+    assert (old.upgrade_from, new.upgrade_from) == (None, old.version)
+    upgrade = (directory / f"sqlanon--{old.version}--{new.version}.sql").read_text()
+    assert f"-- migrations: {' '.join(every)}\n" in upgrade
+    assert f"INSERT INTO sqlanon.migrations (name) VALUES ('{every[-1]}');" in upgrade
+    assert f"VALUES ('{every[-2]}')" not in upgrade  # the old version had it
+    assert place("0.0.2", every) == PlacedExtension(directory, new.version, None)  # again
+    older = place("0.0.3", every[:-1])  # a build lacking a migration the default has
+    assert older.upgrade_from is None
+    control = (directory / "sqlanon.control").read_text()
+    assert f"default_version = '{older.version}'" in control
+    assert "requires = 'plpython3u'" in control and "schema = sqlanon" in control
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [
+            "sqlanon.control",
+            f"sqlanon--{old.version}.sql",
+            f"sqlanon--{new.version}.sql",
+            f"sqlanon--{older.version}.sql",
+            f"sqlanon--{old.version}--{new.version}.sql",
+        ]
+    )
