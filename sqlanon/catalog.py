@@ -29,11 +29,22 @@ def migrate(session: Session) -> list[str]:
         with session.transaction():
             for statement in sqltext.statements(text):
                 session.execute(statement)
-            if name in _DATA_STEPS:
-                _DATA_STEPS[name](session)
+            run_data_step(session, name)
             session.execute("INSERT INTO sqlanon.migrations (name) VALUES ($1)", [name])
         done.append(name)
     return done
+
+
+def has_data_step(name: str) -> bool:
+    """Whether migration ``name`` also rewrites data (a step after its file)."""
+    return name in _DATA_STEPS
+
+
+def run_data_step(session: Session, name: str) -> None:
+    """The data step of migration ``name``, if it has one (``migrate`` and the
+    PostgreSQL extension's upgrade scripts run it right after the migration's file)."""
+    if name in _DATA_STEPS:
+        _DATA_STEPS[name](session)
 
 
 def _rebuild_ke_bounds(session: Session) -> None:

@@ -213,9 +213,20 @@ def _install_postgres(args: argparse.Namespace) -> None:
     if args.server_side == (args.url is not None):
         raise ConfigError("give either a postgresql:// URL or --server-side, not both")
     if args.server_side:
+        from sqlanon.pg_extension import place_extension
+
         built = install_python_dir(args.python_root, python_version=args.python_version)
         print(f"sqlanon for the server's PL/Python is in {built}")
+        placed = place_extension(built, extension_dir=args.extension_dir)
+        update = f", upgrade script from {placed.upgrade_from}" if placed.upgrade_from else ""
+        print(
+            f"extension sqlanon {placed.version} placed in {placed.directory}{update}: "
+            "CREATE EXTENSION sqlanon CASCADE (new database) or "
+            "ALTER EXTENSION sqlanon UPDATE (existing one)"
+        )
         return
+    if args.extension_dir is not None:
+        raise ConfigError("--extension-dir goes with --server-side")
     done = install_postgres(args.url, python_root=args.python_root)
     applied = ", ".join(done.migrations) or "none pending"
     print(
@@ -264,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--python-version",
         default=None,
         help="with --server-side: the server's Python X.Y (default: this one)",
+    )
+    pg.add_argument(
+        "--extension-dir",
+        default=None,
+        help="with --server-side: the server's extension directory "
+        "(default: $(pg_config --sharedir)/extension)",
     )
     pg.set_defaults(run=_install_postgres)
 

@@ -41,6 +41,19 @@ For a server on another machine, run ``sqlanon install-postgres --server-side`` 
 that machine (same sqlanon version; it builds the directory there), then
 ``sqlanon install-postgres URL`` from anywhere: it finds the directory through the
 server and does only the database part.
+
+**Two ways into a database.** ``--server-side`` also places sqlanon as a PostgreSQL
+extension (:mod:`sqlanon.pg_extension`): ``CREATE EXTENSION sqlanon CASCADE``,
+``ALTER EXTENSION sqlanon UPDATE``, and ``pg_dump`` dumps the catalog's rows with the
+extension. Its scripts are generated from the same files this module applies
+(migrations, ``functions.sql`` with the prologue, ``grants.sql``), so both ways give
+the same objects. The URL install above stays for servers where no file can be placed
+in the extension directory (a managed server that allows PL/Python but no file
+access, or a user who is not root there). A database stays with the way it was
+installed: :func:`install_postgres` refuses a database holding the extension (it is
+upgraded by ``ALTER EXTENSION``), and the extension's install script refuses a
+database this module installed (its objects are not extension members, and making
+them members by hand would be a third, untested path). Both refusals say what to run.
 """
 
 from __future__ import annotations
@@ -110,6 +123,7 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
         session.execute("SELECT pg_advisory_lock(hashtext('sqlanon:install'))")
         try:
             _create_plpython(conn)
+            _refuse_extension(session)
             server_python = _probe(session, None)["python"]
             python_dir = root / python_dir_name(server_python)
             built = False
@@ -247,6 +261,19 @@ def _create_plpython(conn: Any) -> None:
             "(Debian/Ubuntu: apt-get install postgresql-plpython3-<major version>); "
             f"server said: {exc.diag.message_primary}"
         ) from exc
+
+
+def _refuse_extension(session: Any) -> None:
+    """A database where ``CREATE EXTENSION sqlanon`` installed sqlanon is upgraded by
+    ``ALTER EXTENSION``: installing plain objects over it would break the extension."""
+    rows = session.query("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sqlanon'")
+    if rows:
+        raise ConfigError(
+            f"this database has sqlanon as a PostgreSQL extension (version {rows[0][0]}), "
+            "which `sqlanon install-postgres URL` does not manage: run `sqlanon "
+            "install-postgres --server-side` on the server machine to place this sqlanon's "
+            "extension files, then `ALTER EXTENSION sqlanon UPDATE` in this database"
+        )
 
 
 def _probe(session: Any, marker: Path | None) -> dict[str, Any]:

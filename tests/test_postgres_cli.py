@@ -42,6 +42,10 @@ def test_install_release_audit_and_query_by_url(
         "--python-version", python,
     )  # fmt: skip
     assert code == 0 and info["python_dir"] in out  # already built: found, not rebuilt
+    # ... and the extension's files placed in the server's extension directory
+    assert "extension sqlanon " in out and "CREATE EXTENSION sqlanon CASCADE" in out
+    code, _, err = run(capsys, "install-postgres", url, "--extension-dir", "/tmp")
+    assert code == 2 and "--extension-dir goes with --server-side" in err
 
     release = [
         "release-ke", "--db", url, "people", "people_ke", "--key", "id",
