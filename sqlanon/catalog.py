@@ -190,9 +190,7 @@ def set_limit(session: Session, name: str, value: int | None) -> QueryLimits:
 
     if name not in LIMIT_NAMES:
         raise ConfigError(f"unknown limit {name!r}; the limits are {', '.join(LIMIT_NAMES)}")
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or value < 1
-    ):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(
             f"{name} must be a positive integer (default {getattr(DEFAULT_LIMITS, name)}), "
             f"or None for the default; got {value!r}"

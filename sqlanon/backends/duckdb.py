@@ -195,7 +195,8 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     from sqlanon import api
 
     number = next(_registrations)
-    owner = weakref.ref(con)
+    key = id(con)
+    owner = weakref.ref(con, lambda _dead: _forget(key))
 
     def connection() -> duckdb.DuckDBPyConnection:
         found = owner()
@@ -334,9 +335,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             null_handling=FunctionNullHandling.SPECIAL,
             side_effects=True,
         )
-    if id(con) not in _registered:
-        weakref.finalize(con, _forget, id(con)).atexit = False  # _unregister_all does it
-    _registered[id(con)] = (owner, [*_registered.get(id(con), (owner, []))[1], *names])
+    _registered[key] = (owner, [*_registered.get(key, (owner, []))[1], *names])
     _macros[id(con)] = _UDF_CALL.sub(rf"\1_{number}(", sqltext.load("duckdb", "functions"))
     define_macros(con, con)
 

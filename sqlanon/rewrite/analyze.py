@@ -109,9 +109,7 @@ def _refuse(what: str, node: exp.Expr | None = None, hint: str = "") -> Unsuppor
     return UnsupportedQueryError(f"{what} is not supported{part}" + (f"; {hint}" if hint else ""))
 
 
-def parse_single_select(
-    sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS
-) -> exp.Select:
+def parse_single_select(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Select:
     """The one SELECT statement in ``sql``, or UnsupportedQueryError (QueryLimitError
     before parsing when ``sql`` exceeds ``limits``)."""
     found = tokens(sql, dialect, limits)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
 
