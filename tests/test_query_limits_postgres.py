@@ -30,6 +30,15 @@ def test_owner_sets_limits_analyst_reads_them_and_is_refused_fast(
 ) -> None:
     with psycopg.connect(roles["owner"], autocommit=True) as owner:
         one(owner, RELEASE_KE)
+        started = time.perf_counter()
+        for sql, limit in (
+            (QUERY + "NOT " * 5000 + "age > 3", "max_query_depth"),
+            (QUERY + "(" * 3000 + "age > 3" + ")" * 3000, "max_query_depth"),
+            (QUERY + " OR ".join(f"age = {i}" for i in range(20_000)), "max_query_chars"),
+        ):
+            with pytest.raises(psycopg.Error, match=limit):
+                owner.execute("SELECT * FROM sqlanon.interval(%s)", [sql])
+        assert time.perf_counter() - started < 1.5
         assert sqlanon.set_limit(owner, "max_query_tokens", 40)["max_query_tokens"] == 40
     with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
         assert analyst.execute("SELECT name, value FROM sqlanon.query_limits").fetchall() == [
