@@ -25,11 +25,13 @@ from sqlanon.api import (
     release_ke,
     release_lhd,
     rewrite,
+    set_limit,
 )
 from sqlanon.errors import (
     ConcurrentReleaseError,
     ConfigError,
     InfeasibleError,
+    QueryLimitError,
     SqlanonError,
     UnsafeReleaseError,
     UnsupportedQueryError,
@@ -41,6 +43,7 @@ __all__ = [
     "ConcurrentReleaseError",
     "ConfigError",
     "InfeasibleError",
+    "QueryLimitError",
     "SqlanonError",
     "UnsafeReleaseError",
     "UnsupportedQueryError",
@@ -53,4 +56,5 @@ __all__ = [
     "release_ke",
     "release_lhd",
     "rewrite",
+    "set_limit",
 ]

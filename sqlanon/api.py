@@ -10,6 +10,7 @@ from typing import Any
 from sqlanon import release
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
+from sqlanon.rewrite.limits import QueryLimits
 
 
 def install(con: Any) -> list[str]:
@@ -41,6 +42,19 @@ def session_for(con: Any) -> Iterator[Session]:
         raise ConfigError(f"expected a duckdb or psycopg connection, got {type(con).__name__}")
 
 
+def _require_writable(session: Session, verb: str) -> None:
+    """Refuse a writing verb on a read-only DuckDB connection, before it reads anything."""
+    if session.dialect != "duckdb":
+        return
+    from sqlanon.backends.duckdb import DuckDBSession
+
+    if isinstance(session, DuckDBSession) and session.read_only():
+        raise ConfigError(
+            f"{verb} writes to the database, but this DuckDB connection is read-only "
+            "(duckdb.connect(..., read_only=True)); the data owner runs it on a writable one"
+        )
+
+
 def release_ke(
     con: Any,
     source: str,
@@ -60,6 +74,7 @@ def release_ke(
     (``progress(stage, count)`` is called as rows are read, grouped and written;
     ``domain`` names the people behind the source, README "Domains")."""
     with session_for(con) as session:
+        _require_writable(session, "release_ke")
         return release.release_ke(
             session,
             source,
@@ -97,6 +112,7 @@ def release_lhd(
     from sqlanon.release_lhd import release_lhd as release
 
     with session_for(con) as session:
+        _require_writable(session, "release_lhd")
         return release(
             session,
             source,
@@ -123,6 +139,7 @@ def erase(con: Any, source: str) -> dict[str, Any]:
     from sqlanon.live import erase as erase_deletions
 
     with session_for(con) as session:
+        _require_writable(session, "erase")
         return erase_deletions(session, source)
 
 
@@ -131,6 +148,7 @@ def load_hierarchies(con: Any, dataset: str, folder: str) -> dict[str, Any]:
     from sqlanon.release_lhd import load_hierarchies as load
 
     with session_for(con) as session:
+        _require_writable(session, "load_hierarchies")
         return load(session, dataset, folder)
 
 
@@ -141,6 +159,7 @@ def hierarchy_widths(
     from sqlanon.release_lhd import hierarchy_widths as store
 
     with session_for(con) as session:
+        _require_writable(session, "hierarchy_widths")
         return store(session, dataset, attribute, widths)
 
 
@@ -204,21 +223,44 @@ def session_rewrite(session: Session, sql: str, dialect: str | None = None) -> s
     any new release changes the rows. lHD catalogs also depend on hierarchies and
     published labels and are rebuilt on every call.
     """
+    from sqlanon.catalog import query_limits
     from sqlanon.rewrite import rewrite as rewrite_sql
+    from sqlanon.rewrite.limits import tokens
 
     dialect = dialect or session.dialect
+    limits = query_limits(session)
+    tokens(sql, dialect, limits)  # refuse a query beyond the limits before reading more
     rows = _release_rows(session)
     if any(r[3] == "lhd" for r in rows):
-        return rewrite_sql(sql, _catalog(session, rows), dialect)
-    return _rewrite_ke(sql, dialect, rows)
+        return rewrite_sql(sql, _catalog(session, rows), dialect, limits)
+    return _rewrite_ke(sql, dialect, rows, limits)
 
 
 @functools.lru_cache(maxsize=256)
-def _rewrite_ke(sql: str, dialect: str, rows: tuple[tuple[Any, ...], ...]) -> str:
+def _rewrite_ke(
+    sql: str, dialect: str, rows: tuple[tuple[Any, ...], ...], limits: QueryLimits
+) -> str:
     from sqlanon.rewrite import catalog_from_rows
     from sqlanon.rewrite import rewrite as rewrite_sql
 
-    return rewrite_sql(sql, catalog_from_rows(rows), dialect)
+    return rewrite_sql(sql, catalog_from_rows(rows), dialect, limits)
+
+
+def set_limit(con: Any, name: str, value: int | None) -> dict[str, int]:
+    """Set one bound on analyst queries, checked before the rewriter parses a query (the
+    data owner's; ``None`` restores the default). Names and defaults:
+    ``max_query_chars`` 50,000 characters, ``max_query_tokens`` 10,000 tokens,
+    ``max_query_depth`` 32 levels of parentheses, CASE or NOT. Returns every limit now.
+
+    >>> sqlanon.set_limit(con, "max_query_tokens", 20_000)  # doctest: +SKIP
+    """
+    import dataclasses
+
+    from sqlanon.catalog import set_limit as store
+
+    with session_for(con) as session:
+        _require_writable(session, "set_limit")
+        return dataclasses.asdict(store(session, name, value))
 
 
 def _quasi_columns(parameters: Any) -> list[str]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlanon import sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlanon.rewrite.limits import QueryLimits
 
 
 def migrate(session: Session) -> list[str]:
@@ -45,6 +48,20 @@ def run_data_step(session: Session, name: str) -> None:
     PostgreSQL extension's upgrade scripts run it right after the migration's file)."""
     if name in _DATA_STEPS:
         _DATA_STEPS[name](session)
+
+
+def pending(session: Session) -> list[str]:
+    """The migrations ``migrate`` would apply, without writing anything."""
+    present = session.query(
+        "SELECT 1 FROM information_schema.tables "
+        "WHERE table_schema = 'sqlanon' AND table_name = 'migrations'"
+    )
+    applied = (
+        {row[0] for row in session.query("SELECT name FROM sqlanon.migrations")}
+        if present
+        else set()
+    )
+    return [name for name, _text in sqltext.migrations(session.dialect) if name not in applied]
 
 
 def _rebuild_ke_bounds(session: Session) -> None:
@@ -166,3 +183,33 @@ def require_family(session: Session, family: str) -> list[Release]:
             f"no release family {family!r}; known families: {', '.join(known) or 'none yet'}"
         )
     return found
+
+
+def query_limits(session: Session) -> QueryLimits:
+    """The data owner's bounds on analyst queries (``sqlanon.query_limits``; defaults
+    for the names it has no row for)."""
+    from sqlanon.rewrite.limits import limits_from_rows
+
+    return limits_from_rows(
+        [(r[0], r[1]) for r in session.query("SELECT name, value FROM sqlanon.query_limits")]
+    )
+
+
+def set_limit(session: Session, name: str, value: int | None) -> QueryLimits:
+    """Store one bound on analyst queries (``None``: back to its default); the limits now."""
+    from sqlanon.rewrite.limits import DEFAULT_LIMITS, LIMIT_NAMES
+
+    if name not in LIMIT_NAMES:
+        raise ConfigError(f"unknown limit {name!r}; the limits are {', '.join(LIMIT_NAMES)}")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(
+            f"{name} must be a positive integer (default {getattr(DEFAULT_LIMITS, name)}), "
+            f"or None for the default; got {value!r}"
+        )
+    with session.transaction():
+        session.execute("DELETE FROM sqlanon.query_limits WHERE name = $1", [name])
+        if value is not None:
+            session.execute(
+                "INSERT INTO sqlanon.query_limits (name, value) VALUES ($1, $2)", [name, value]
+            )
+    return query_limits(session)

@@ -1,7 +1,10 @@
-"""``sqlanon`` on the command line: thin wrappers over the library.
+"""sqlanon on the command line: thin wrappers over the library.
 
 Every command takes ``--db`` (a DuckDB file, or a ``postgresql://`` URL). A
-:class:`SqlanonError` becomes one line on stderr and exit code 2.
+:class:`SqlanonError` becomes one line on stderr and exit code 2, a database error
+(a DuckDB file locked by another process, a refused connection) one line and exit
+code 1; a closed pipe (``sqlanon query --explain ... | head -1``) ends it quietly.
+Commands that only read (``query``, ``audit``, ``report``) never create a database.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,8 +23,11 @@ from sqlanon.errors import ConfigError, SqlanonError
 
 
 @contextmanager
-def connect(db: str, *, install: bool = True) -> Iterator[Any]:
-    """Open ``db`` (DuckDB path or PostgreSQL URL), with sqlanon installed for DuckDB."""
+def connect(db: str, *, install: bool = True, existing: bool = False) -> Iterator[Any]:
+    """Open ``db`` (DuckDB path or PostgreSQL URL), with sqlanon installed for DuckDB.
+
+    ``existing``: a DuckDB file that does not exist is an error (commands that only
+    read must not leave an empty database behind a typo)."""
     if db.startswith(("postgresql://", "postgres://")):
         import psycopg
 
@@ -31,13 +38,26 @@ def connect(db: str, *, install: bool = True) -> Iterator[Any]:
 
     from sqlanon.backends.duckdb import install as install_duckdb
 
-    con = duckdb.connect(db)
+    if existing and db != ":memory:" and not os.path.exists(db):
+        raise ConfigError(
+            f"no database file {db!r}; give the path of an existing DuckDB file "
+            "(this command only reads: it does not create one)"
+        )
+    try:
+        con = duckdb.connect(db)
+    except duckdb.IOException as exc:
+        raise ConfigError(f"cannot open {db!r}: {_first_line(exc)}") from exc
     try:
         if install:
             install_duckdb(con)
         yield con
     finally:
         con.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
@@ -70,6 +90,8 @@ def _fmt(value: Any, column: str = "") -> str:
     return format(shown.normalize(), "f")
 
 
+_DB_HELP = "the database: a DuckDB file or a postgresql:// URL"
+_READ_DB_HELP = "the database: an existing DuckDB file (never created) or a postgresql:// URL"
 _DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
 
 
@@ -169,7 +191,7 @@ def _load_hierarchies(args: argparse.Namespace) -> None:
 def _audit(args: argparse.Namespace) -> None:
     from sqlanon.api import audit
 
-    with connect(args.db) as con:
+    with connect(args.db, existing=True) as con:
         rows = audit(con, args.family, records=args.records)
     if args.records:
         print(json.dumps(rows, indent=2))
@@ -181,7 +203,7 @@ def _report(args: argparse.Namespace) -> None:
     from sqlanon.report import write_report
 
     out = args.out or f"{args.family}_report.html"
-    with connect(args.db) as con:
+    with connect(args.db, existing=True) as con:
         written = write_report(con, args.family, out)
     print(f"report of {args.family} written to {written}")
 
@@ -189,7 +211,7 @@ def _report(args: argparse.Namespace) -> None:
 def _query(args: argparse.Namespace) -> None:
     from sqlanon.api import interval, rewrite
 
-    with connect(args.db) as con:
+    with connect(args.db, existing=True) as con:
         if args.explain:
             print(rewrite(args.sql, con, args.dialect))
         else:
@@ -242,7 +264,8 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sqlanon", description=__doc__.splitlines()[0])
+    description = __doc__.splitlines()[0] if __doc__ else "sqlanon"
+    parser = argparse.ArgumentParser(prog="sqlanon", description=description.replace("``", ""))
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="replay the seeds' Adult experiment and print it")
@@ -252,7 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     install = commands.add_parser("install", help="apply migrations (DuckDB file or Postgres URL)")
-    install.add_argument("--db", required=True)
+    install.add_argument(
+        "--db", required=True, help="a DuckDB file (created if missing) or a postgresql:// URL"
+    )
     install.set_defaults(run=_install)
 
     pg = commands.add_parser(
@@ -285,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     pg.set_defaults(run=_install_postgres)
 
     ke = commands.add_parser("release-ke", help="publish the next (k,e) version of a family")
-    ke.add_argument("--db", required=True)
+    ke.add_argument("--db", required=True, help=_DB_HELP)
     ke.add_argument("source")
     ke.add_argument("family")
     ke.add_argument("--key", required=True)
@@ -303,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     ke.set_defaults(run=_release_ke)
 
     lhd = commands.add_parser("release-lhd", help="publish the next lHD-diverse version")
-    lhd.add_argument("--db", required=True)
+    lhd.add_argument("--db", required=True, help=_DB_HELP)
     lhd.add_argument("source")
     lhd.add_argument("family")
     lhd.add_argument("--key", required=True)
@@ -327,20 +352,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply deletions from a released source to sqlanon's state now: published "
         "records gone from it become ghosts (keys erased), without publishing a version",
     )
-    erase.add_argument("--db", required=True)
+    erase.add_argument("--db", required=True, help=_DB_HELP)
     erase.add_argument("source", help="the released table (table or schema.table)")
     erase.set_defaults(run=_erase)
 
     hier = commands.add_parser(
         "load-hierarchies", help="store ARX hierarchy CSVs <dataset>_hierarchy_<attr>.csv"
     )
-    hier.add_argument("--db", required=True)
+    hier.add_argument("--db", required=True, help=_DB_HELP)
     hier.add_argument("dataset", help="the source table's name")
     hier.add_argument("folder")
     hier.set_defaults(run=_load_hierarchies)
 
     query = commands.add_parser("query", help="answer an aggregate query with hard intervals")
-    query.add_argument("--db", required=True)
+    query.add_argument("--db", required=True, help=_READ_DB_HELP)
     query.add_argument("sql")
     query.add_argument("--explain", action="store_true", help="print the rewritten SQL only")
     query.add_argument("--dialect", default="duckdb", help="with --explain: target SQL dialect")
@@ -349,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit = commands.add_parser(
         "audit", help="replay an attacker over every release of the family's domain"
     )
-    audit.add_argument("--db", required=True)
+    audit.add_argument("--db", required=True, help=_READ_DB_HELP)
     audit.add_argument("family")
     audit.add_argument(
         "--records", action="store_true", help="print JSON with the exposed keys (owner only)"
@@ -359,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write a self-contained HTML report of a family's versions"
     )
-    report.add_argument("--db", required=True)
+    report.add_argument("--db", required=True, help=_READ_DB_HELP)
     report.add_argument("family")
     report.add_argument("--out", default=None, help="HTML file (default <family>_report.html)")
     report.set_defaults(run=_report)
@@ -370,10 +395,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except SqlanonError as exc:
-        print(f"sqlanon: {exc}", file=sys.stderr)
+        print(f"sqlanon: {_first_line(exc)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`| head -1`): stop quietly, like other Unix tools. Point
+        # stdout at /dev/null so the interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as exc:
+        if not _is_database_error(exc):
+            raise
+        print(f"sqlanon: {type(exc).__name__}: {_first_line(exc)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _is_database_error(exc: Exception) -> bool:
+    """An error of DuckDB or psycopg (only if loaded: never imported for this)."""
+    bases = [getattr(sys.modules.get(module), "Error", None) for module in ("duckdb", "psycopg")]
+    return any(isinstance(base, type) and isinstance(exc, base) for base in bases)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import duckdb
 from sqlanon.audit import audit_family, audit_versions
 from sqlanon.backends.duckdb import DuckDBSession, install
 from sqlanon.cli import print_table
+from sqlanon.metrics import error_ratio
 from sqlanon.release import release_ke
 
 QUASI = ["age", "sex", "education", "marital_status", "race"]
@@ -144,7 +145,9 @@ def run_demo(db: str, k: int = 5, e: float = 20) -> dict[str, list[dict[str, Any
                     "groups": r["groups"],
                     "held back": r["held_back"],
                     "sum of errors": r["sum_of_errors"],
-                    "x static opt": r["sum_of_errors"] / r["static_optimum"],
+                    "x optimum of published": error_ratio(
+                        r["sum_of_errors"], r.get("published_optimum")
+                    ),
                     "exposed": r["exposed"],
                 }
                 for r in rows

@@ -27,3 +27,8 @@ class ConcurrentReleaseError(SqlanonError):
 
 class UnsupportedQueryError(SqlanonError):
     """The interval rewriter cannot answer this query soundly."""
+
+
+class QueryLimitError(UnsupportedQueryError):
+    """The query is longer or nested deeper than the data owner's limits allow
+    (``sqlanon.set_limit``)."""

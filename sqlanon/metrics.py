@@ -3,7 +3,9 @@
 - precision loss = (sum over published records and QI of level/height
   + |Gamma| per suppressed record) / (|D| * |Gamma|), in [0, 1];
 - discernibility DM = sum over classes of |class|^2 + |D| per suppressed record;
-- query relative error = |estimate - true| / |true|.
+- query relative error = |estimate - true| / |true|;
+- (k,e) error ratio = a release's sum of errors / the static optimum of the rows it
+  published (:func:`error_ratio`).
 
 |D| counts every candidate record of the release, published or suppressed.
 """
@@ -68,3 +70,22 @@ def relative_error(estimate: float, true: float) -> float:
     if true == 0:
         return 0.0 if estimate == 0 else float("inf")
     return abs(estimate - true) / abs(true)
+
+
+def error_ratio(sum_of_errors: float | None, published_optimum: float | None) -> float | None:
+    """A (k,e) release's sum of errors over the static optimum of **the rows it
+    published** (``metrics.published_optimum``); None when either is unknown.
+
+    Every group of a release meets (k,e), so its grouping is one of the partitions the
+    optimum ranges over: the ratio is at least 1 by construction (1 = no better grouping
+    of these rows exists). The static optimum of the *whole* table is no yardstick when
+    rows are held back: fewer rows can cost less than the optimum of all of them.
+
+    >>> error_ratio(120.0, 100.0)
+    1.2
+    """
+    if sum_of_errors is None or published_optimum is None:
+        return None
+    if published_optimum == 0:
+        return 1.0 if sum_of_errors == 0 else float("inf")
+    return sum_of_errors / published_optimum

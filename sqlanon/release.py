@@ -586,6 +586,8 @@ def release_ke(
             source_rows=source_rows,
             metrics={
                 "static_optimum": plan.static_optimum,
+                # the yardstick of metrics.error_ratio: the same rows, grouped optimally
+                "published_optimum": ke.static_optimum(values[chosen], k, e),
                 **changes.as_metrics(),
                 "ghosts": ghost_rows,
                 "chain_held_back": chain_held,

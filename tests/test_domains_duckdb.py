@@ -211,11 +211,17 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
     con.execute("ALTER TABLE sqlanon.members DROP COLUMN ghost")
     con.execute("DROP TABLE sqlanon.kept_values")
     con.execute("DROP TABLE sqlanon.links")
+    con.execute("DROP TABLE sqlanon.query_limits")
     con.execute("DELETE FROM sqlanon.migrations WHERE name >= '005'")
     con.close()
 
     con = duckdb.connect(path)
-    assert sqlanon.install(con) == ["005_domains", "006_domain_seq_unique", "007_live_tables"]
+    assert sqlanon.install(con) == [
+        "005_domains",
+        "006_domain_seq_unique",
+        "007_live_tables",
+        "008_query_limits",
+    ]
     # 007 keeps the published records' values from the source, for ghosts to come
     assert con.execute("SELECT count(*) FROM sqlanon.kept_values").fetchone() == (200,)
     assert con.execute(

@@ -178,7 +178,14 @@ def test_ke_report(db: dict, tmp_path: Path) -> None:
     rows = version_rows(page)
     assert [r[0] for r in rows] == ["1", "2"]
     header = page.split("<thead>", 1)[1].split("</thead>", 1)[0]
-    for column in ("held back", "groups", "sum of errors", "static optimum", "audit: exposed"):
+    for column in (
+        "held back",
+        "groups",
+        "sum of errors",
+        "static optimum (all rows)",
+        "× optimum of published rows",
+        "audit: exposed",
+    ):
         assert f"<th>{column}</th>" in header
     first, second = (s for s in db["summaries"] if s["family"] == "people_ke")
     assert rows[0][3] == str(first["rows_published"]) and rows[1][2] == "100"

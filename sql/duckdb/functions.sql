@@ -20,3 +20,5 @@ CREATE OR REPLACE TEMP MACRO sqlanon_audit(family, records := false) AS
 -- SELECT * FROM query(sqlanon_interval('SELECT sex, SUM(x) FROM fam GROUP BY sex'))
 CREATE OR REPLACE TEMP MACRO sqlanon_interval(sql) AS _sqlanon_interval(sql);
 CREATE OR REPLACE TEMP MACRO sqlanon_rewrite(sql, dialect := 'duckdb') AS _sqlanon_rewrite(sql, dialect);
+-- The data owner's bounds on analyst queries (sqlanon.query_limits); NULL: the default.
+CREATE OR REPLACE TEMP MACRO sqlanon_set_limit(name, value) AS _sqlanon_set_limit(name, value);

@@ -7,7 +7,8 @@
 --   sqlanon_analyst  asks interval queries: EXECUTE on interval / interval_sql / rewrite
 --                    and the catalog functions release_catalog / release_hierarchies
 --                    only, and SELECT on each release table, family view and bounds
---                    table, granted by the release that creates them. Nothing else:
+--                    table, granted by the release that creates them, and SELECT on
+--                    sqlanon.query_limits (the owner's bounds on queries). Nothing else:
 --                    no source, no sqlanon.members, no sqlanon.releases, no hierarchy tables
 --                    (lHD releases' hierarchies only through release_hierarchies).
 --
@@ -36,6 +37,9 @@ GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.cells
     sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
 GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths, sqlanon.members,
     sqlanon.kept_values, sqlanon.links TO sqlanon_owner;
+-- The bounds on analyst queries: the owner sets them, analysts' rewrites read them.
+GRANT SELECT, INSERT, UPDATE, DELETE ON sqlanon.query_limits TO sqlanon_owner;
+GRANT SELECT ON sqlanon.query_limits TO sqlanon_analyst;
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION

@@ -8,11 +8,13 @@ work in one explicit transaction there.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import json
 import re
 import sys
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -97,8 +99,21 @@ class DuckDBSession:
         the two transactions conflict (optimistic), and it is refused with
         :class:`ConcurrentReleaseError`; nothing half-written remains."""
 
+    def read_only(self) -> bool:
+        """Whether the connection's database is attached read-only."""
+        return read_only(self._cur)
+
     def close(self) -> None:
         self._cur.close()
+
+
+def read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con``'s current database is read-only (``duckdb.connect(path,
+    read_only=True)``, or an ``ATTACH ... (READ_ONLY)`` in use)."""
+    row = con.execute(
+        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _unmask(values: Any) -> np.ndarray:
@@ -138,6 +153,33 @@ def _summary(fn: Any) -> Any:
 _registrations = itertools.count(1)
 _macros: dict[int, str] = {}
 _UDF_CALL = re.compile(r"(?<![A-Za-z0-9_])(_sqlanon_[a-z_]+)\(")
+# Per connection (by id) the connection, weakly, and the names of its UDFs.
+_registered: dict[int, tuple[weakref.ref[duckdb.DuckDBPyConnection], list[str]]] = {}
+
+
+def _forget(key: int) -> None:
+    _macros.pop(key, None)
+    _registered.pop(key, None)
+
+
+@atexit.register
+def _unregister_all() -> None:
+    """At interpreter exit, drop sqlanon's UDFs from every connection still open.
+
+    A UDF is a Python object the connection holds from C++, out of the garbage
+    collector's sight: a script that ends without ``con.close()`` would leave them alive
+    when the interpreter shuts down, and nanobind prints ~40 lines of "leaked
+    instances". Removing them first lets the interpreter exit quietly."""
+    for ref, names in list(_registered.values()):
+        con = ref()
+        if con is None:
+            continue
+        for name in names:
+            try:
+                con.remove_function(name)
+            except duckdb.Error:
+                break  # closed, or removed already
+    _registered.clear()
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
@@ -147,10 +189,20 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     that registered them: calling one after that connection closed crashes the process.
     So every connection registers its own, uniquely numbered UDFs, and its TEMP macros
     (``sqlanon_release_ke`` ...) call those; another connection never reaches them.
+    The UDFs reach ``con`` through a weak reference: they are held by ``con`` itself, so
+    a strong one would keep every connection alive for ever.
     """
     from sqlanon import api
 
     number = next(_registrations)
+    key = id(con)
+    owner = weakref.ref(con, lambda _dead: _forget(key))
+
+    def connection() -> duckdb.DuckDBPyConnection:
+        found = owner()
+        if found is None:  # cannot happen while the connection runs its UDF
+            raise ConfigError("the connection sqlanon was installed on is gone")
+        return found
 
     def release_ke(
         source: str,
@@ -165,7 +217,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         domain: str | None,
     ) -> dict[str, Any]:
         return api.release_ke(
-            con,
+            connection(),
             source,
             family,
             key=key,
@@ -191,7 +243,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         domain: str | None,
     ) -> dict[str, Any]:
         return api.release_lhd(
-            con,
+            connection(),
             source,
             family,
             key=key,
@@ -205,22 +257,25 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         )
 
     def erase(source: str) -> dict[str, Any]:
-        return api.erase(con, source)
+        return api.erase(connection(), source)
 
     def load_hierarchies(dataset: str, folder: str) -> dict[str, Any]:
-        return api.load_hierarchies(con, dataset, folder)
+        return api.load_hierarchies(connection(), dataset, folder)
 
     def hierarchy_widths(dataset: str, attribute: str, widths: list[float]) -> dict[str, Any]:
-        return api.hierarchy_widths(con, dataset, attribute, widths)
+        return api.hierarchy_widths(connection(), dataset, attribute, widths)
 
     def audit_family(family: str, records: bool) -> list[dict[str, Any]]:
-        return api.audit(con, family, records=bool(records))
+        return api.audit(connection(), family, records=bool(records))
+
+    def set_limit(name: str, value: int | None) -> dict[str, int]:
+        return api.set_limit(connection(), name, value)
 
     def interval_sql(sql: str) -> str:
-        return api.rewrite(sql, con)
+        return api.rewrite(sql, connection())
 
     def rewrite_sql(sql: str, dialect: str) -> str:
-        return api.rewrite(sql, con, dialect)
+        return api.rewrite(sql, connection(), dialect)
 
     udfs: list[tuple[str, Any, list[Any], Any]] = [
         (
@@ -266,18 +321,21 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             VARCHAR,
         ),
         ("_sqlanon_audit", _summary(audit_family), [VARCHAR, BOOLEAN], VARCHAR),
+        ("_sqlanon_set_limit", _summary(set_limit), [VARCHAR, BIGINT], VARCHAR),
         ("_sqlanon_interval", interval_sql, [VARCHAR], VARCHAR),
         ("_sqlanon_rewrite", rewrite_sql, [VARCHAR, VARCHAR], VARCHAR),
     ]
-    for name, fn, params, returns in udfs:
+    names = [f"{name}_{number}" for name, *_rest in udfs]
+    for (_name, fn, params, returns), numbered in zip(udfs, names, strict=True):
         con.create_function(
-            f"{name}_{number}",
+            numbered,
             fn,
             params,
             returns,
             null_handling=FunctionNullHandling.SPECIAL,
             side_effects=True,
         )
+    _registered[key] = (owner, [*_registered.get(key, (owner, []))[1], *names])
     _macros[id(con)] = _UDF_CALL.sub(rf"\1_{number}(", sqltext.load("duckdb", "functions"))
     define_macros(con, con)
 
@@ -300,7 +358,15 @@ def install(con: duckdb.DuckDBPyConnection) -> list[str]:
 
     session = DuckDBSession(con)
     try:
-        applied = catalog.migrate(session)
+        if not session.read_only():
+            applied = catalog.migrate(session)
+        elif missing := catalog.pending(session):
+            raise ConfigError(
+                f"this read-only database lacks sqlanon's migrations {', '.join(missing)}; "
+                "open it writable once (sqlanon install --db FILE) to apply them"
+            )
+        else:  # an analyst's read-only copy: the query functions only, nothing written
+            applied = []
     finally:
         session.close()
     register(con)

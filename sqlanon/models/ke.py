@@ -36,6 +36,7 @@ __all__ = [
     "plan_in_cells",
     "plan_release",
     "secure_rng",
+    "static_optimum",
     "sum_of_errors",
 ]
 
@@ -515,6 +516,13 @@ def plan_in_cells(
         held_back=int(((group < 0) & ~old).sum()),
         suppressed=int(((group < 0) & old).sum()),
     )
+
+
+def static_optimum(values: np.ndarray, k: int, e: float) -> float | None:
+    """The sum of errors of ``optimal_partition(values, k, e)``, None when infeasible:
+    no (k,e)-valid partition of these values has a smaller one."""
+    k, e = _check_parameters(k, e)
+    return _static_optimum(_Sorted.of(_as_values(values)), k, e)
 
 
 def _static_optimum(data: _Sorted, k: int, e: float) -> float | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sqlanon.errors import UnsupportedQueryError
+from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
 from sqlanon.rewrite import ke, lhd
 from sqlanon.rewrite.analyze import analyze
 from sqlanon.rewrite.catalog import (
@@ -27,21 +27,45 @@ from sqlanon.rewrite.catalog import (
     ReleaseInfo,
     catalog_from_rows,
 )
+from sqlanon.rewrite.limits import DEFAULT_LIMITS, QueryLimits, one_line
 
-__all__ = ["Catalog", "LabelDomain", "ReleaseInfo", "catalog_from_rows", "rewrite"]
+__all__ = [
+    "Catalog",
+    "LabelDomain",
+    "QueryLimits",
+    "ReleaseInfo",
+    "catalog_from_rows",
+    "rewrite",
+]
 
 
-def rewrite(sql: str, catalog: Catalog, dialect: str = "duckdb") -> str:
+def rewrite(
+    sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
+) -> str:
     """Rewrite one aggregate query over a release into interval SQL for ``dialect``.
 
     ``sql`` is parsed in ``dialect`` (any sqlglot dialect) and the answer generated in it.
     Raises :class:`~sqlanon.errors.UnsupportedQueryError` naming the part that cannot be
-    answered soundly (joins, subqueries, HAVING, tables other than releases...).
+    answered soundly (joins, subqueries, HAVING, tables other than releases...), its
+    child :class:`~sqlanon.errors.QueryLimitError` before parsing a query beyond
+    ``limits``; every other failure is mapped to one of them too, on one line.
     """
-    query = analyze(sql, catalog, dialect)
-    tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
-    _check_reads(tree, query.release)
-    return tree.sql(dialect=dialect, copy=False)  # the tree is not used again
+    try:
+        query = analyze(sql, catalog, dialect, limits)
+        tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
+        _check_reads(tree, query.release)
+        return tree.sql(dialect=dialect, copy=False)  # the tree is not used again
+    except SqlanonError:
+        raise
+    except RecursionError as exc:
+        raise QueryLimitError(
+            "the query is nested too deeply to rewrite; simplify it (or the data owner "
+            "lowers max_query_depth so such queries are refused before parsing)"
+        ) from exc
+    except Exception as exc:  # sqlglot's errors and anything unforeseen: never a traceback
+        raise UnsupportedQueryError(
+            f"cannot rewrite the query ({type(exc).__name__}: {one_line(exc)})"
+        ) from exc
 
 
 def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
@@ -57,11 +81,19 @@ def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
         )
     for node in nodes:
         if isinstance(node, exp.Anonymous | exp.ReadCSV | exp.Command):
-            raise AssertionError(f"rewritten SQL calls {node.sql()}")
+            raise _guard(f"calls {node.sql()}")
         if not isinstance(node, exp.Table):
             continue
         if node.args.get("catalog"):
-            raise AssertionError(f"rewritten SQL reads {node.sql()}")
+            raise _guard(f"reads {node.sql()}")
         if (node.db, node.name) in allowed or (not node.db and node.name in ctes):
             continue
-        raise AssertionError(f"rewritten SQL reads {node.sql()}, which is not the release")
+        raise _guard(f"reads {node.sql()}, which is not the release")
+
+
+def _guard(what: str) -> UnsupportedQueryError:
+    """The output guard tripped: a bug in the rewriter, never the analyst's doing."""
+    return UnsupportedQueryError(
+        f"refused: the rewritten SQL {one_line(Exception(what))} (a bug in sqlanon's "
+        "rewriter; please report the query)"
+    )

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewrite.catalog import Catalog, ReleaseInfo, lookup
+from sqlanon.rewrite.limits import DEFAULT_LIMITS, QueryLimits, one_line, tokens
 
 AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count",
@@ -108,12 +109,15 @@ def _refuse(what: str, node: exp.Expr | None = None, hint: str = "") -> Unsuppor
     return UnsupportedQueryError(f"{what} is not supported{part}" + (f"; {hint}" if hint else ""))
 
 
-def parse_single_select(sql: str, dialect: str) -> exp.Select:
-    """The one SELECT statement in ``sql``, or UnsupportedQueryError."""
+def parse_single_select(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Select:
+    """The one SELECT statement in ``sql``, or UnsupportedQueryError (QueryLimitError
+    before parsing when ``sql`` exceeds ``limits``)."""
+    found = tokens(sql, dialect, limits)
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        parsed = Dialect.get_or_raise(dialect).parser().parse(found, sql)
     except ParseError as err:
-        raise UnsupportedQueryError(f"cannot parse the query: {err}") from err
+        raise UnsupportedQueryError(f"cannot parse the query: {one_line(err)}") from err
+    statements = [s for s in parsed if s is not None]
     if len(statements) != 1:
         raise UnsupportedQueryError(
             f"expected exactly one statement, got {len(statements)}; send one SELECT at a time"
@@ -244,9 +248,11 @@ def _aggregate(node: exp.Expr, cols: _Columns) -> tuple[str, str | None]:
     return func, column
 
 
-def analyze(sql: str, catalog: Catalog, dialect: str = "duckdb") -> Query:
+def analyze(
+    sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
+) -> Query:
     """Parse and check ``sql``; the checked :class:`Query` or UnsupportedQueryError."""
-    select = parse_single_select(sql, dialect)
+    select = parse_single_select(sql, dialect, limits)
     _check_shape(select)
     info, qualifiers = _release(select, catalog)
     cols = _Columns(info, qualifiers)
