@@ -27,3 +27,20 @@ class ConcurrentReleaseError(SqlanonError):
 
 class UnsupportedQueryError(SqlanonError):
     """The interval rewriter cannot answer this query soundly."""
+
+
+class SerializationError(ConcurrentReleaseError):
+    """A REPEATABLE READ or SERIALIZABLE transaction cannot see another release that
+    committed after its snapshot; retry the transaction (PostgreSQL SQLSTATE 40001)."""
+
+
+class UndefinedTableError(ConfigError):
+    """The named source table does not exist (or the caller cannot see it)."""
+
+
+class UndefinedColumnError(ConfigError):
+    """The named column is not in the source table."""
+
+
+class AmbiguousNameError(ConfigError):
+    """An unquoted name matches several tables or columns differing only in case."""
