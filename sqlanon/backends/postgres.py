@@ -455,11 +455,10 @@ _R = TypeVar("_R")
 def _reported(entry: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate[Any, _P], _R]:
     """Run a server entry point, reporting every failure as one clean ``plpy.Error``."""
 
-    @functools.wraps(entry)
-    def run(plpy: Any, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def run(plpy: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return entry(plpy, *args, **kwargs)
-        except plpy.Error as exc:  # also SPIError: an SQL error, SQLSTATE and all
+        except (plpy.Error, plpy.SPIError) as exc:  # SPIError: an SQL error, SQLSTATE and all
             state = getattr(exc, "sqlstate", None) or INTERNAL_ERROR
             message = str(exc.args[0]) if exc.args else str(exc)
             refused = _stale_snapshot(plpy, state)
@@ -475,6 +474,7 @@ def _reported(entry: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate
             plpy.error(internal_message(exc, f"sqlanon.{entry.__name__}"), sqlstate=INTERNAL_ERROR)
         raise AssertionError("plpy.error returned")  # pragma: no cover
 
+    functools.update_wrapper(run, entry)
     return run
 
 
@@ -491,7 +491,8 @@ def _stale_snapshot(plpy: Any, state: str) -> SqlanonError | None:
 
 
 def _isolation(plpy: Any) -> str:
-    return str(plpy.execute("SELECT pg_catalog.current_setting('transaction_isolation') AS i")[0]["i"])
+    level = plpy.execute("SELECT pg_catalog.current_setting('transaction_isolation') AS i")
+    return str(level[0]["i"])
 
 
 def _serialization_error(level: str, what: str) -> SqlanonError:
@@ -642,9 +643,7 @@ def server_interval_columns(plpy: Any, sql: str) -> str:
         ["oid[]", "integer[]"],
     )
     types = [row["t"] for row in plpy.execute(plan, [probe.coltypes(), probe.coltypmods()])]
-    return ", ".join(
-        f"{plpy.quote_ident(n)} {t}" for n, t in zip(names, types, strict=True)
-    )
+    return ", ".join(f"{plpy.quote_ident(n)} {t}" for n, t in zip(names, types, strict=True))
 
 
 @_reported
