@@ -625,9 +625,18 @@ def _rewrite(plpy: Any, sql: str, dialect: str) -> str:
 
     session = PlpySession(plpy)
     try:
-        return session_rewrite(session, sql, dialect)
+        return session_rewrite(session, sql, dialect, check_interrupts)
     except SqlglotError as exc:  # e.g. a TokenError the rewriter's parser does not wrap
         raise UnsupportedQueryError(f"cannot parse the query: {exc}") from exc
+
+
+def check_interrupts() -> None:
+    """Let the server act on a pending cancel (``pg_cancel_backend``, statement_timeout):
+    PL/Python's own work never looks, any SPI call does, raising QueryCanceled (57014).
+    Only inside a PL/Python function (``plpy`` is the module PL/Python provides)."""
+    import plpy
+
+    plpy.execute("SELECT 1")
 
 
 @_reported

@@ -15,6 +15,8 @@ and its bounds table; :func:`rewrite` checks that on the generated tree before r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
@@ -31,17 +33,32 @@ from sqlanon.rewrite.catalog import (
 __all__ = ["Catalog", "LabelDomain", "ReleaseInfo", "catalog_from_rows", "rewrite"]
 
 
-def rewrite(sql: str, catalog: Catalog, dialect: str = "duckdb") -> str:
+def rewrite(
+    sql: str,
+    catalog: Catalog,
+    dialect: str = "duckdb",
+    checkpoint: Callable[[], None] | None = None,
+) -> str:
     """Rewrite one aggregate query over a release into interval SQL for ``dialect``.
 
     ``sql`` is parsed in ``dialect`` (any sqlglot dialect) and the answer generated in it.
     Raises :class:`~sqlanon.errors.UnsupportedQueryError` naming the part that cannot be
     answered soundly (joins, subqueries, HAVING, tables other than releases...).
+    ``checkpoint``, if given, is called between the steps (PostgreSQL: where a pending
+    cancel or statement_timeout stops the rewrite).
     """
+    step = checkpoint or _no_checkpoint
     query = analyze(sql, catalog, dialect)
+    step()
     tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
+    step()
     _check_reads(tree, query.release)
+    step()
     return tree.sql(dialect=dialect, copy=False)  # the tree is not used again
+
+
+def _no_checkpoint() -> None:
+    pass
 
 
 def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
