@@ -363,7 +363,9 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             'SELECT sum(n) FROM (SELECT DISTINCT group_id, n FROM sqlanon."adult_ke_v1_bounds") g'
         )
         assert one(analyst, group_sizes) == released
-        answers = [r[0] for r in analyst.execute("SELECT * FROM sqlanon.interval_json(%s)", [QUERY])]
+        answers = [
+            r[0] for r in analyst.execute("SELECT * FROM sqlanon.interval_json(%s)", [QUERY])
+        ]
         assert sum(a["n"] for a in answers) == released
         catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
         assert catalog == [("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0)]
