@@ -367,6 +367,12 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             r[0] for r in analyst.execute("SELECT * FROM sqlanon.interval_json(%s)", [QUERY])
         ]
         assert sum(a["n"] for a in answers) == released
+        columns = one(analyst, "SELECT sqlanon.interval_columns(%s)", [QUERY])
+        rows = analyst.execute(
+            f"SELECT sex, loss_low, loss_high, n FROM sqlanon.interval(%s) AS t({columns})",  # noqa: S608
+            [QUERY],
+        ).fetchall()
+        assert rows == [(a["sex"], a["loss_low"], a["loss_high"], a["n"]) for a in answers]
         catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
         assert catalog == [("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0)]
 
