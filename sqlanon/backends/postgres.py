@@ -461,7 +461,8 @@ def _reported(entry: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate
         except (plpy.Error, plpy.SPIError) as exc:  # SPIError: an SQL error, SQLSTATE and all
             state = getattr(exc, "sqlstate", None) or INTERNAL_ERROR
             message = str(exc.args[0]) if exc.args else str(exc)
-            refused = _stale_snapshot(plpy, state)
+            releases = entry.__name__.startswith("server_release") or args[:1] == ("erase",)
+            refused = _stale_snapshot(plpy, state) if releases else None
             if refused is not None:
                 state, message = sqlstate_of(refused), str(refused)
             plpy.error(one_line(message), sqlstate=state)
