@@ -215,13 +215,20 @@ def _catalog(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
     return catalog_from_rows(rows, _lhd_domains(session, rows, found))
 
 
-def session_rewrite(session: Session, sql: str, dialect: str | None = None) -> str:
+def session_rewrite(
+    session: Session,
+    sql: str,
+    dialect: str | None = None,
+    checkpoint: Callable[[], None] | None = None,
+) -> str:
     """The interval SQL of ``sql`` against the releases of ``session``'s database.
 
     Without lHD releases the catalog is just the release rows, so the SQL is cached on
     (query, dialect, rows): a repeated query costs one read of ``sqlanon.releases``, and
     any new release changes the rows. lHD catalogs also depend on hierarchies and
-    published labels and are rebuilt on every call.
+    published labels and are rebuilt on every call. ``checkpoint`` is passed to the
+    rewriter (called between its steps); give the same function each time, it is part
+    of the cache key.
     """
     from sqlanon.catalog import query_limits
     from sqlanon.rewrite import rewrite as rewrite_sql
@@ -232,18 +239,22 @@ def session_rewrite(session: Session, sql: str, dialect: str | None = None) -> s
     tokens(sql, dialect, limits)  # refuse a query beyond the limits before reading more
     rows = _release_rows(session)
     if any(r[3] == "lhd" for r in rows):
-        return rewrite_sql(sql, _catalog(session, rows), dialect, limits)
-    return _rewrite_ke(sql, dialect, rows, limits)
+        return rewrite_sql(sql, _catalog(session, rows), dialect, limits, checkpoint)
+    return _rewrite_ke(sql, dialect, rows, limits, checkpoint)
 
 
 @functools.lru_cache(maxsize=256)
 def _rewrite_ke(
-    sql: str, dialect: str, rows: tuple[tuple[Any, ...], ...], limits: QueryLimits
+    sql: str,
+    dialect: str,
+    rows: tuple[tuple[Any, ...], ...],
+    limits: QueryLimits,
+    checkpoint: Callable[[], None] | None = None,
 ) -> str:
     from sqlanon.rewrite import catalog_from_rows
     from sqlanon.rewrite import rewrite as rewrite_sql
 
-    return rewrite_sql(sql, catalog_from_rows(rows), dialect, limits)
+    return rewrite_sql(sql, catalog_from_rows(rows), dialect, limits, checkpoint)
 
 
 def set_limit(con: Any, name: str, value: int | None) -> dict[str, int]:

@@ -49,7 +49,7 @@ _COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparis
 def audit_family(session: Session, family: str, records: bool = False) -> list[dict[str, Any]]:
     """The audit of ``family``'s domain: one row per release of the domain (every
     family), so that what other families' releases give away shows."""
-    sqltext.check_family(family)
+    family = sqltext.check_family(family)
     catalog.require_family(session, family)
     return audit_domain_of(session, family, records=records)
 

@@ -32,3 +32,20 @@ class UnsupportedQueryError(SqlanonError):
 class QueryLimitError(UnsupportedQueryError):
     """The query is longer or nested deeper than the data owner's limits allow
     (``sqlanon.set_limit``)."""
+
+
+class SerializationError(ConcurrentReleaseError):
+    """A REPEATABLE READ or SERIALIZABLE transaction cannot see another release that
+    committed after its snapshot; retry the transaction (PostgreSQL SQLSTATE 40001)."""
+
+
+class UndefinedTableError(ConfigError):
+    """The named source table does not exist (or the caller cannot see it)."""
+
+
+class UndefinedColumnError(ConfigError):
+    """The named column is not in the source table."""
+
+
+class AmbiguousNameError(ConfigError):
+    """An unquoted name matches several tables or columns differing only in case."""

@@ -20,7 +20,14 @@ import numpy as np
 
 from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
-from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.errors import (
+    AmbiguousNameError,
+    ConfigError,
+    InfeasibleError,
+    UndefinedColumnError,
+    UndefinedTableError,
+    UnsafeReleaseError,
+)
 from sqlanon.models import ke, ke_bounds
 from sqlanon.models.cells import Cells, Requirement, failing_cells
 from sqlanon.models.chain import chain_check
@@ -53,39 +60,76 @@ class Source:
         return f"{session.quote_ident(self.schema)}.{session.quote_ident(self.table)}"
 
     def column(self, name: object, role: str) -> str:
-        """The column's real name; a clear error when it does not exist."""
+        """The column's real name; a clear error when it does not exist.
+
+        ``'"Age"'`` (quoted as in SQL) is the column Age exactly; an unquoted name
+        matches ignoring case, and is refused when several columns differ only in case.
+        """
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{role} must be a column name of {self.label}, got {name!r}")
-        if name in self.columns:
-            return name
-        folded = [c for c in self.columns if c.lower() == name.lower()]
-        if len(folded) == 1:
-            return folded[0]
-        raise ConfigError(
+        bare, quoted = sqltext.unquote(name)
+        found = [c for c in self.columns if (c == bare if quoted else c.lower() == bare.lower())]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise AmbiguousNameError(
+                f"{role} column {name!r} matches columns {', '.join(map(_quoted, found))} of "
+                f"{self.label}, which differ only in case: quote the one you mean, e.g. "
+                f"{_quoted(found[0])!r}"
+            )
+        raise UndefinedColumnError(
             f"{role} column {name!r} is not in {self.label}; "
             f"its columns are: {', '.join(self.columns)}"
         )
 
 
+def _quoted(name: str) -> str:
+    """A name as SQL quotes it (for messages)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def resolve_source(session: Session, source: object) -> Source:
-    """Find ``table`` or ``schema.table`` in information_schema (never trust the text)."""
+    """Find ``table`` or ``schema.table`` in information_schema (never trust the text).
+
+    Each part may be quoted as in SQL (``"Clinic"."MixedCase"``: matched exactly); an
+    unquoted part matches ignoring case, and a name matching several tables that differ
+    only in case is refused. An unqualified table is looked up in current_schema().
+    """
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(f"source must be a table name, got {source!r}")
-    parts = source.split(".")
+    parts = sqltext.split_name(source, "source")
     if len(parts) > 2:
         raise ConfigError(f"source {source!r}: use table or schema.table")
     if len(parts) == 2:
-        schema, table = parts
+        (schema, schema_quoted), (table, table_quoted) = parts
     else:
-        schema, table = session.query("SELECT current_schema()")[0][0], parts[0]
-    columns = dict(session.query(sqltext.load(session.dialect, "table_columns"), [schema, table]))
-    if not columns:
-        raise ConfigError(
-            f"source table {source!r} does not exist (looked in schema {schema!r}); "
-            "give an existing table as table or schema.table"
+        schema, schema_quoted = session.query("SELECT current_schema()")[0][0], True
+        table, table_quoted = parts[0]
+
+    def fits(found: str, name: str, quoted: bool) -> bool:
+        return found == name if quoted else found.lower() == name.lower()
+
+    rows = session.query(sqltext.load(session.dialect, "find_tables"), [schema, table])
+    matching = [
+        (s, t) for s, t in rows if fits(s, schema, schema_quoted) and fits(t, table, table_quoted)
+    ]
+    found = list(dict.fromkeys(matching))  # DuckDB: once per attached database
+    if len(found) > 1:
+        names = ", ".join(f"{_quoted(s)}.{_quoted(t)}" for s, t in found)
+        raise AmbiguousNameError(
+            f"source {source!r} matches tables {names}, which differ only in case: "
+            f"quote the one you mean, e.g. '{_quoted(found[0][0])}.{_quoted(found[0][1])}'"
         )
+    if not found:
+        raise UndefinedTableError(
+            f"source table {source!r} does not exist (looked in schema {schema!r}); "
+            "give an existing table as table or schema.table (quote mixed-case names: "
+            '"Clinic"."MixedCase")'
+        )
+    schema, table = found[0]
     if schema == "sqlanon":
         raise ConfigError("the sqlanon catalog cannot be a release source")
+    columns = dict(session.query(sqltext.load(session.dialect, "table_columns"), [schema, table]))
     return Source(schema, table, columns)
 
 
@@ -416,6 +460,7 @@ def release_ke(
     k, e = _check_ke_parameters(k, e, policy, seed)
     if not isinstance(key, str) or not isinstance(sensitive, str):
         raise ConfigError("key and sensitive must each name one column")
+    family = sqltext.check_family(family)
     quasi = _check_names(family, quasi, [sensitive], key)
     if not quasi:
         raise ConfigError(
@@ -429,6 +474,7 @@ def release_ke(
         key = src.column(key, "key")
         sensitive = src.column(sensitive, "sensitive")
         quasi = [src.column(c, "quasi") for c in quasi]
+        _check_names(family, quasi, [sensitive], key)  # '"age"' and 'age' are one column
         if not _NUMERIC.search(src.columns[sensitive].lower()):
             raise ConfigError(
                 f"sensitive column {sensitive!r} is {src.columns[sensitive]}; (k,e) needs a "

@@ -309,6 +309,7 @@ def release_lhd(
     sensitive = _check_lhd_parameters(l, algorithm, max_suppression, seed, sensitive)
     if not isinstance(key, str):
         raise ConfigError("key must name one column")
+    family = sqltext.check_family(family)
     quasi = _check_names(family, quasi, sensitive, key)
     if not quasi:
         raise ConfigError("quasi must list at least one column (each needs a hierarchy)")

@@ -77,7 +77,7 @@ def write_report(con: Any, family: str, path: str | Path) -> Path:
 def render_report(session: Session, family: str) -> str:
     """The report's HTML text (see the module docstring)."""
     figure_class = _figure_class()
-    sqltext.check_family(family)
+    family = sqltext.check_family(family)
     versions = catalog.require_family(session, family)
     created = dict(
         session.query(

@@ -91,10 +91,67 @@ _FAMILY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 
 
 def check_family(family: object) -> str:
-    """A family name becomes table names: letters, digits and ``_`` only."""
-    if not isinstance(family, str) or not _FAMILY.match(family):
+    """A family name becomes table names: letters, digits and ``_`` only. It may come
+    quoted as in SQL (``'"MixedCase"'``); the name is what is inside the quotes."""
+    name = unquote(family)[0] if isinstance(family, str) else family
+    if not isinstance(name, str) or not _FAMILY.match(name):
         raise ConfigError(
             f"family name {family!r} is not allowed: use 1-48 letters, digits or _ "
             "starting with a letter or _ (it names tables <family>_v<N>)"
         )
-    return family
+    return name
+
+
+def unquote(name: str) -> tuple[str, bool]:
+    """One identifier as given: ``'"A""b"'`` -> ``('A"b', True)``, ``'Ab'`` -> ``('Ab',
+    False)``. A quoted name is matched exactly; an unquoted one ignoring case."""
+    if len(name) >= 2 and name.startswith('"') and name.endswith('"'):
+        inner = name[1:-1]
+        if inner and '"' not in inner.replace('""', ""):
+            return inner.replace('""', '"'), True
+    return name, False
+
+
+def split_name(text: str, what: str) -> list[tuple[str, bool]]:
+    """A dotted name as SQL writes it, part by part: ``'"Clinic"."My.Table"'`` ->
+    ``[('Clinic', True), ('My.Table', True)]``, ``'public.adult'`` -> ``[('public',
+    False), ('adult', False)]``. Quotes double inside quoted parts."""
+    parts: list[tuple[str, bool]] = []
+    i = 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i < len(text) and text[i] == '"':
+            chars: list[str] = []
+            start = i + 1
+            while True:
+                end = text.find('"', start)
+                if end < 0:
+                    raise ConfigError(f"{what} {text!r}: a quote is not closed")
+                chars.append(text[start:end])
+                if text[end + 1 : end + 2] != '"':  # not a doubled quote: the part ends
+                    break
+                chars.append('"')
+                start = end + 2
+            part, quoted = "".join(chars), True
+            i = end + 1
+            if not part:
+                raise ConfigError(f"{what} {text!r}: an empty quoted name")
+        else:
+            end = text.find(".", i)
+            end = len(text) if end < 0 else end
+            part, quoted = text[i:end].strip(), False
+            if not part or '"' in part:
+                raise ConfigError(
+                    f"{what} {text!r} is not a name: write table or schema.table, with "
+                    'double quotes around a part in mixed case ("Clinic"."MixedCase")'
+                )
+            i = end
+        parts.append((part, quoted))
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i == len(text):
+            return parts
+        if text[i] != ".":
+            raise ConfigError(f"{what} {text!r}: unexpected {text[i]!r} after {part!r}")
+        i += 1

@@ -146,12 +146,12 @@ def test_release_rows_are_shuffled_and_reproducible_with_seed(tmp_path: Path) ->
     [
         (
             "sqlanon_release_ke('nope', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-            "ConfigError",
+            "UndefinedTableError",
             "does not exist",
         ),
         (
             "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'wage', quasi := ['age'], k := 3, e := 1)",
-            "ConfigError",
+            "UndefinedColumnError",
             "its columns are",
         ),
         (
@@ -186,12 +186,12 @@ def test_release_rows_are_shuffled_and_reproducible_with_seed(tmp_path: Path) ->
         ),
         (
             "sqlanon_release_ke('people', 'f', key := 'id', sensitive := 'salary', quasi := ['age\"; DROP TABLE people; --'], k := 3, e := 1)",
-            "ConfigError",
+            "UndefinedColumnError",
             "not in main.people",
         ),
         (
             "sqlanon_release_ke('people; DROP TABLE people', 'f', key := 'id', sensitive := 'salary', quasi := ['age'], k := 3, e := 1)",
-            "ConfigError",
+            "UndefinedTableError",
             "does not exist",
         ),
         (

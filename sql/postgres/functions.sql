@@ -9,6 +9,17 @@
 -- (SECURITY INVOKER) except sqlanon.release_catalog() and sqlanon.release_hierarchies(),
 -- the two SECURITY DEFINER functions (plain SQL, fixed search path).
 --
+-- Errors. Each public function is PL/pgSQL around a PL/Python one (`sqlanon._<name>`):
+-- the Python side (sqlanon.backends.postgres._reported) reports every failure as one
+-- line with a SQLSTATE (postgres.SQLSTATES: 22023 bad argument, 42P01 / 42703 unknown
+-- table / column, 42702 ambiguous unquoted name, 22000 infeasible, 55000 unsafe,
+-- 55P03 lock timeout, 40001 retry the transaction, 0A000 unsupported query, 54000 query
+-- too large, XX000 a bug; SQL errors such as 42501 or 57014 keep their own), and the
+-- wrapper raises it again without PL/Python's "plpy.Error: " prefix and traceback. The
+-- one CONTEXT line left names the wrapper (PL/pgSQL adds it to every RAISE). The
+-- PL/Python functions that write run with client_min_messages = warning: no NOTICE
+-- (DROP ... IF EXISTS, ...) reaches the caller.
+--
 -- Search paths. A release creates <family>_v<N> and the view <family> in the caller's
 -- current_schema() and resolves an unqualified source there (dbt points it at the
 -- model's schema with SET LOCAL search_path). So each public release function is a SQL
@@ -41,7 +52,8 @@ DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], tex
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
         seed bigint, domain text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, seed, domain)
@@ -51,14 +63,25 @@ CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
         key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
         k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
         seed bigint DEFAULT NULL, domain text DEFAULT NULL) RETURNS jsonb
-LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive, quasi, k, e, policy, seed, domain)
-$sql$;
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive,
+        quasi, k, e, policy, seed, domain);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
         max_suppression double precision, seed bigint, domain text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed, domain)
@@ -70,26 +93,67 @@ CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         max_suppression double precision DEFAULT 0.05, seed bigint DEFAULT NULL,
         domain text DEFAULT NULL)
 RETURNS jsonb
-LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed, domain)
-$sql$;
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi,
+        sensitive, l, algorithm, max_suppression, seed, domain);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
 
 -- Hierarchies (lHD). `folder` is a directory on the SERVER's file system, read by the
 -- server's OS user: only the data owner role may call this.
-CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+CREATE OR REPLACE FUNCTION sqlanon._load_hierarchies(dataset text, folder text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_call(plpy, "load_hierarchies", dataset, folder)
 $py$;
 
-CREATE OR REPLACE FUNCTION sqlanon.hierarchy_widths(dataset text, attribute text,
+CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._load_hierarchies(dataset, folder);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._hierarchy_widths(dataset text, attribute text,
         widths double precision[]) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_call(plpy, "hierarchy_widths", dataset, attribute, widths)
 $py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.hierarchy_widths(dataset text, attribute text,
+        widths double precision[]) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._hierarchy_widths(dataset, attribute, widths);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
 
 -- The audit reads the private state and the source: the data owner's tool. It audits
 -- the family's domain (every release of the people behind its source, every family);
@@ -97,21 +161,40 @@ $py$;
 DROP FUNCTION IF EXISTS sqlanon._audit(text, text);  -- before the records flag
 CREATE OR REPLACE FUNCTION sqlanon._audit(schema text, family text, records boolean)
 RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_call(plpy, "audit", family, bool(records), schema=schema)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.audit(family text) RETURNS jsonb
-LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._audit(pg_catalog.current_schema(), family, false)
-$sql$;
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._audit(pg_catalog.current_schema(), family, false);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon.audit(family text, records boolean) RETURNS jsonb
-LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._audit(pg_catalog.current_schema(), family, records)
-$sql$;
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._audit(pg_catalog.current_schema(), family, records);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
 
 -- The data owner's erasure: the deletions from `source` (released, the one source of
 -- its domain) reach sqlanon's state now, without publishing a version: a published
@@ -119,16 +202,26 @@ $sql$;
 -- a never-published one is forgotten. An unqualified source is the caller's
 -- current_schema()'s.
 CREATE OR REPLACE FUNCTION sqlanon._erase(schema text, source text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog AS $py$
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_call(plpy, "erase", source, schema=schema)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.erase(source text) RETURNS jsonb
-LANGUAGE sql VOLATILE AS $sql$
-SELECT sqlanon._erase(pg_catalog.current_schema(), source)
-$sql$;
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._erase(pg_catalog.current_schema(), source);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
 
 -- Interval answers (analysts) ------------------------------------------------------------
 
@@ -198,29 +291,128 @@ ORDER BY 1, 2, 4, 3
 $sql$;
 
 -- The interval SQL of an analyst's aggregate query, for `dialect` (any sqlglot dialect).
-CREATE OR REPLACE FUNCTION sqlanon.rewrite(sql text, dialect text DEFAULT 'postgres')
-RETURNS text
+-- The PL/Python side of rewrite, interval_sql, interval and interval_columns.
+CREATE OR REPLACE FUNCTION sqlanon._rewrite(sql text, dialect text) RETURNS text
 LANGUAGE plpython3u STABLE AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_rewrite(plpy, sql, dialect)
 $py$;
 
+CREATE OR REPLACE FUNCTION sqlanon.rewrite(sql text, dialect text DEFAULT 'postgres')
+RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._rewrite(sql, dialect);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
 -- The interval SQL for this server: inspect it, or EXECUTE it in PL/pgSQL.
 CREATE OR REPLACE FUNCTION sqlanon.interval_sql(sql text) RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._rewrite(sql, 'postgres');
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The answer as real columns, like dblink: the caller names them in a column definition
+-- list, which sqlanon.interval_columns(sql) writes out (names and exact types):
+--   SELECT sqlanon.interval_columns('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
+--     -> sex text, sum_low numeric, sum_high numeric, sum_est numeric
+--   SELECT * FROM sqlanon.interval('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex')
+--     AS t(sex text, sum_low numeric, sum_high numeric, sum_est numeric);
+-- The interval SQL runs with the caller's rights and search path, in the query's order.
+-- Before this, interval returned SETOF jsonb (now sqlanon.interval_json); CREATE OR
+-- REPLACE cannot change the result type, so that version is dropped first.
+DO $do$
+BEGIN
+    IF EXISTS (
+        SELECT FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'sqlanon' AND p.proname = 'interval'
+          AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype
+    ) THEN
+        DROP FUNCTION sqlanon.interval(text);
+    END IF;
+END
+$do$;
+CREATE OR REPLACE FUNCTION sqlanon.interval(sql text) RETURNS SETOF record
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+    detail text;
+BEGIN
+    RETURN QUERY EXECUTE sqlanon._rewrite(sql, 'postgres');
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+        detail = PG_EXCEPTION_DETAIL;
+    IF state = '42804' THEN  -- the column definition list does not fit the answer
+        failure := pg_catalog.concat(failure, ': ', detail, ' sqlanon.interval_columns(sql) ',
+            'gives the column definition list: ',
+            sqlanon._interval_columns(sql));
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._interval_columns(sql text) RETURNS text
 LANGUAGE plpython3u STABLE AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
-return postgres.server_rewrite(plpy, sql, "postgres")
+return postgres.server_interval_columns(plpy, sql)
 $py$;
 
--- The answer itself: one jsonb object per output row, in the query's order, with
--- <name>_low, <name>_high and <name>_est per aggregate (PL/Python cannot return a row
--- type decided by the query). Runs the interval SQL with the caller's rights.
---   SELECT * FROM sqlanon.interval('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
-CREATE OR REPLACE FUNCTION sqlanon.interval(sql text) RETURNS SETOF jsonb
+-- The column definition list of sqlanon.interval(sql): "name type, ..." in order.
+CREATE OR REPLACE FUNCTION sqlanon.interval_columns(sql text) RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._interval_columns(sql);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The answer as one jsonb object per output row, in the query's order, with
+-- <name>_low, <name>_high and <name>_est per aggregate: no column list to write.
+--   SELECT * FROM sqlanon.interval_json('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
+CREATE OR REPLACE FUNCTION sqlanon._interval_json(sql text) RETURNS SETOF jsonb
 LANGUAGE plpython3u STABLE AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_interval(plpy, sql)
 $py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.interval_json(sql text) RETURNS SETOF jsonb
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN QUERY SELECT * FROM sqlanon._interval_json(sql);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;

@@ -4,7 +4,8 @@
 --                    by the database's administrator: SELECT on every source it releases
 --                    and CREATE on the schema the families go to (the caller's
 --                    current_schema()). Grant it to the data owner's login role(s).
---   sqlanon_analyst  asks interval queries: EXECUTE on interval / interval_sql / rewrite
+--   sqlanon_analyst  asks interval queries: EXECUTE on interval / interval_columns /
+--                    interval_json / interval_sql / rewrite (and their _ PL/Python halves)
 --                    and the catalog functions release_catalog / release_hierarchies
 --                    only, and SELECT on each release table, family view and bounds
 --                    table, granted by the release that creates them, and SELECT on
@@ -52,7 +53,9 @@ GRANT EXECUTE ON FUNCTION
     sqlanon._release_lhd(text, text, text, text, text[], text[], bigint, text,
                          double precision, bigint, text),
     sqlanon.load_hierarchies(text, text),
+    sqlanon._load_hierarchies(text, text),
     sqlanon.hierarchy_widths(text, text, double precision[]),
+    sqlanon._hierarchy_widths(text, text, double precision[]),
     sqlanon.audit(text),
     sqlanon.audit(text, boolean),
     sqlanon._audit(text, text, boolean),
@@ -62,8 +65,13 @@ GRANT EXECUTE ON FUNCTION
 TO sqlanon_owner;
 GRANT EXECUTE ON FUNCTION
     sqlanon.interval(text),
+    sqlanon.interval_columns(text),
+    sqlanon._interval_columns(text),
+    sqlanon.interval_json(text),
+    sqlanon._interval_json(text),
     sqlanon.interval_sql(text),
     sqlanon.rewrite(text, text),
+    sqlanon._rewrite(text, text),
     sqlanon.release_catalog(),
     sqlanon.release_hierarchies()
 TO sqlanon_analyst, sqlanon_owner;

@@ -13,6 +13,7 @@ takes them natively. The functions in ``sql/postgres/functions.sql`` are created
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -20,14 +21,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from sqlanon.errors import ConcurrentReleaseError
+from sqlanon.errors import ConcurrentReleaseError, SqlanonError
 
 _PARAM = re.compile(r"\$(\d+)(?!\d)")
 _LOCK_FAMILY = "SELECT pg_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
+_TRY_LOCK_FAMILY = "SELECT pg_try_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
 
 # Type OIDs from pg_type.dat: what query_arrays turns into numeric numpy arrays.
 _INT_OIDS = {20, 21, 23}  # int8, int2, int4
@@ -252,7 +254,20 @@ class PlpySession:
 
     def lock_family(self, family: str) -> None:
         """Wait for the family's advisory lock (held until the calling transaction ends);
-        :class:`ConcurrentReleaseError` when ``lock_timeout`` runs out."""
+        :class:`ConcurrentReleaseError` when ``lock_timeout`` runs out.
+
+        Only READ COMMITTED waits: there each statement of the release sees what the
+        release it waited for committed. A REPEATABLE READ or SERIALIZABLE transaction
+        keeps its first snapshot, so waiting would only end in a failed write; it takes
+        the lock if it is free and otherwise fails at once with :class:`SerializationError`
+        (SQLSTATE 40001, the usual "retry the transaction").
+        """
+        ((level,),) = self.query("SELECT pg_catalog.current_setting('transaction_isolation')")
+        if level != "read committed":
+            ((got,),) = self.query(_TRY_LOCK_FAMILY, [family])
+            if not got:
+                raise _serialization_error(level, _lock_subject(family))
+            return
         try:
             self.execute(_LOCK_FAMILY, [family])
         except self._plpy.spiexceptions.LockNotAvailable as exc:
@@ -373,6 +388,132 @@ def _concurrent(family: str) -> ConcurrentReleaseError:
     )
 
 
+# --- Errors as the SQL functions report them -------------------------------------------
+#
+# Every server entry point below runs inside :func:`_reported`, which turns any exception
+# into one ``plpy.Error`` carrying a clean one-line message and a SQLSTATE. PL/Python
+# still prefixes it with ``plpy.Error: `` and adds the Python traceback as CONTEXT; the
+# PL/pgSQL wrapper of each public function (sql/postgres/functions.sql) catches it and
+# raises the bare message again with the same SQLSTATE, so a client sees one ERROR line
+# and a one-line CONTEXT naming the function (PL/pgSQL always adds that line).
+
+#: The SQLSTATE of each sqlanon error class, most specific first (matched by class name
+#: along the exception's MRO, so a subclass defined elsewhere inherits its parent's).
+SQLSTATES: dict[str, str] = {
+    "QueryLimitError": "54000",  # program_limit_exceeded: the query is too large
+    "UnsupportedQueryError": "0A000",  # feature_not_supported: rewrite the query
+    "SerializationError": "40001",  # serialization_failure: retry the transaction
+    "ConcurrentReleaseError": "55P03",  # lock_not_available: run it again later
+    "UndefinedTableError": "42P01",  # undefined_table: no such source table
+    "UndefinedColumnError": "42703",  # undefined_column: no such column
+    "AmbiguousNameError": "42702",  # ambiguous: quote the name
+    "UnsafeReleaseError": "55000",  # object_not_in_prerequisite_state
+    "InfeasibleError": "22000",  # data_exception: the data cannot meet the parameters
+    "ConfigError": "22023",  # invalid_parameter_value
+    "SqlanonError": "22023",
+}
+INTERNAL_ERROR = "XX000"
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def sqlstate_of(exc: BaseException) -> str:
+    """The SQLSTATE a SQL function reports for ``exc`` (see :data:`SQLSTATES`)."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in SQLSTATES and issubclass(cls, SqlanonError):
+            return SQLSTATES[cls.__name__]
+    return INTERNAL_ERROR
+
+
+def one_line(message: str) -> str:
+    """A message as one line of plain text: no ANSI escapes (sqlglot underlines the
+    offending token of a parse error with them), whitespace runs collapsed."""
+    return " ".join(_ANSI.sub("", message).split())
+
+
+def internal_message(exc: BaseException, where: str) -> str:
+    """What a client sees of a bug: the exception's type and the innermost sqlanon line
+    it came from, never its text (which may quote data)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "sqlanon" in f.filename]
+    place = ""
+    if frames:
+        path = Path(frames[-1].filename)
+        parts = path.parts[path.parts.index("sqlanon") :] if "sqlanon" in path.parts else path.parts
+        place = f" at {'/'.join(parts)}:{frames[-1].lineno}"
+    return (
+        f"internal error in {where}: {type(exc).__name__}{place}; this is a bug in sqlanon, "
+        "please report it (the server log has the traceback)"
+    )
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _reported(entry: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate[Any, _P], _R]:
+    """Run a server entry point, reporting every failure as one clean ``plpy.Error``."""
+
+    def run(plpy: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return entry(plpy, *args, **kwargs)
+        except (plpy.Error, plpy.SPIError) as exc:  # SPIError: an SQL error, SQLSTATE and all
+            state = getattr(exc, "sqlstate", None) or INTERNAL_ERROR
+            message = str(exc.args[0]) if exc.args else str(exc)
+            releases = entry.__name__.startswith("server_release") or args[:1] == ("erase",)
+            refused = _stale_snapshot(plpy, state) if releases else None
+            if refused is not None:
+                state, message = sqlstate_of(refused), str(refused)
+            plpy.error(one_line(message), sqlstate=state)
+        except SqlanonError as exc:
+            plpy.error(one_line(str(exc)), sqlstate=sqlstate_of(exc))
+        except Exception as exc:
+            import traceback
+
+            plpy.log("".join(traceback.format_exception(exc)))
+            plpy.error(internal_message(exc, f"sqlanon.{entry.__name__}"), sqlstate=INTERNAL_ERROR)
+        raise AssertionError("plpy.error returned")  # pragma: no cover
+
+    functools.update_wrapper(run, entry)
+    return run
+
+
+def _stale_snapshot(plpy: Any, state: str) -> SqlanonError | None:
+    """Under REPEATABLE READ or SERIALIZABLE, a release whose snapshot predates another
+    release of its family or domain fails when it writes (the other's table or catalog
+    row already exists); that failure, as the retry it asks for."""
+    if state not in ("42P07", "23505", "40001"):
+        return None
+    level = _isolation(plpy)
+    if level == "read committed":
+        return None
+    return _serialization_error(level, "another release of the same family or domain")
+
+
+def _isolation(plpy: Any) -> str:
+    level = plpy.execute("SELECT pg_catalog.current_setting('transaction_isolation') AS i")
+    return str(level[0]["i"])
+
+
+def _serialization_error(level: str, what: str) -> SqlanonError:
+    from sqlanon.errors import SerializationError
+
+    return SerializationError(
+        f"{what} is running or committed after this {level.upper()} transaction took its "
+        "snapshot, which cannot show what it wrote; nothing was written: retry the "
+        "transaction, or run releases in READ COMMITTED (the default), where releases of "
+        "one family or domain wait for each other"
+    )
+
+
+def _lock_subject(family: str) -> str:
+    """``lock_family``'s key as words: ``domain x`` or a family name."""
+    if family.startswith("domain "):
+        return f"another release of domain {family[len('domain ') :]!r}"
+    return f"another release of family {family!r}"
+
+
 # --- Server entry points: the bodies of sql/postgres/functions.sql ----------------------
 #
 # Each takes ``plpy`` and the SQL arguments, runs the shared core through a PlpySession
@@ -381,6 +522,7 @@ def _concurrent(family: str) -> ConcurrentReleaseError:
 # and a caller's ROLLBACK undoes a release like any other statement.
 
 
+@_reported
 def server_release_ke(
     plpy: Any,
     schema: str | None,
@@ -416,6 +558,7 @@ def server_release_ke(
     return _json(summary)
 
 
+@_reported
 def server_release_lhd(
     plpy: Any,
     schema: str | None,
@@ -451,6 +594,7 @@ def server_release_lhd(
     return _json(summary)
 
 
+@_reported
 def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> str:
     """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``,
     ``sqlanon.erase``."""
@@ -468,8 +612,13 @@ def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> 
     return _json(verbs[verb](session, *args))
 
 
+@_reported
 def server_rewrite(plpy: Any, sql: str, dialect: str) -> str:
     """``sqlanon.interval_sql`` / ``sqlanon.rewrite``: the interval SQL of ``sql``."""
+    return _rewrite(plpy, sql, dialect)
+
+
+def _rewrite(plpy: Any, sql: str, dialect: str) -> str:
     from sqlglot.errors import SqlglotError
 
     from sqlanon.api import session_rewrite
@@ -477,16 +626,42 @@ def server_rewrite(plpy: Any, sql: str, dialect: str) -> str:
 
     session = PlpySession(plpy)
     try:
-        return session_rewrite(session, sql, dialect)
+        return session_rewrite(session, sql, dialect, check_interrupts)
     except SqlglotError as exc:  # e.g. a TokenError the rewriter's parser does not wrap
         raise UnsupportedQueryError(f"cannot parse the query: {exc}") from exc
 
 
+def check_interrupts() -> None:
+    """Let the server act on a pending cancel (``pg_cancel_backend``, statement_timeout):
+    PL/Python's own work never looks, any SPI call does, raising QueryCanceled (57014).
+    Only inside a PL/Python function (``plpy`` is the module PL/Python provides)."""
+    import plpy
+
+    plpy.execute("SELECT 1")
+
+
+@_reported
+def server_interval_columns(plpy: Any, sql: str) -> str:
+    """``sqlanon.interval_columns``: the column definition list ``sqlanon.interval(sql)``
+    needs, ``name type, ...`` (quoted names, exact types) in the answer's order."""
+    text = _rewrite(plpy, sql, "postgres")
+    probe = plpy.execute(f"SELECT * FROM ({text.rstrip().rstrip(';')}\n) AS q LIMIT 0")  # noqa: S608
+    names = probe.colnames() or []
+    plan = plpy.prepare(
+        "SELECT pg_catalog.format_type(t, m) AS t FROM unnest($1, $2) WITH ORDINALITY"
+        " AS u (t, m, i) ORDER BY i",
+        ["oid[]", "integer[]"],
+    )
+    types = [row["t"] for row in plpy.execute(plan, [probe.coltypes(), probe.coltypmods()])]
+    return ", ".join(f"{plpy.quote_ident(n)} {t}" for n, t in zip(names, types, strict=True))
+
+
+@_reported
 def server_interval(plpy: Any, sql: str) -> list[str]:
-    """``sqlanon.interval``: the interval SQL run with the caller's rights, one JSON
+    """``sqlanon.interval_json``: the interval SQL run with the caller's rights, one JSON
     object per output row (in the query's order)."""
     session = PlpySession(plpy)
-    return [_json(row) for row in session.query_dicts(server_rewrite(plpy, sql, "postgres"))]
+    return [_json(row) for row in session.query_dicts(_rewrite(plpy, sql, "postgres"))]
 
 
 # A release sorts and hashes whole tables (the release by its random order, the bounds,

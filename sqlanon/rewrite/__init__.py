@@ -15,6 +15,8 @@ and its bounds table; :func:`rewrite` checks that on the generated tree before r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
@@ -40,7 +42,11 @@ __all__ = [
 
 
 def rewrite(
-    sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
+    sql: str,
+    catalog: Catalog,
+    dialect: str = "duckdb",
+    limits: QueryLimits = DEFAULT_LIMITS,
+    checkpoint: Callable[[], None] | None = None,
 ) -> str:
     """Rewrite one aggregate query over a release into interval SQL for ``dialect``.
 
@@ -49,11 +55,17 @@ def rewrite(
     answered soundly (joins, subqueries, HAVING, tables other than releases...), its
     child :class:`~sqlanon.errors.QueryLimitError` before parsing a query beyond
     ``limits``; every other failure is mapped to one of them too, on one line.
+    ``checkpoint``, if given, is called between the steps (PostgreSQL: where a pending
+    cancel or statement_timeout stops the rewrite).
     """
+    step = checkpoint or _no_checkpoint
     try:
         query = analyze(sql, catalog, dialect, limits)
+        step()
         tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
+        step()
         _check_reads(tree, query.release)
+        step()
         return tree.sql(dialect=dialect, copy=False)  # the tree is not used again
     except SqlanonError:
         raise
@@ -66,6 +78,10 @@ def rewrite(
         raise UnsupportedQueryError(
             f"cannot rewrite the query ({type(exc).__name__}: {one_line(exc)})"
         ) from exc
+
+
+def _no_checkpoint() -> None:
+    pass
 
 
 def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:

@@ -1,0 +1,76 @@
+"""Names as SQL writes them, on DuckDB and in the pure parts: quoted parts match exactly,
+unquoted ones ignoring case, and an unquoted name matching several is refused."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+import sqlanon
+from sqlanon import sqltext
+from sqlanon.errors import AmbiguousNameError, ConfigError, UndefinedColumnError
+from sqlanon.release import Source
+
+
+@pytest.fixture
+def clinic() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    sqlanon.install(con)
+    con.execute('CREATE SCHEMA "Clinic"')
+    con.execute(
+        'CREATE TABLE "Clinic"."MixedCase" AS SELECT g AS "Id", 20 + g % 40 AS "Age",'
+        ' (g * 7919) % 500 AS "Loss" FROM range(1, 201) AS t(g)'
+    )
+    return con
+
+
+def release(con: duckdb.DuckDBPyConnection, source: str, family: str, quasi: str) -> dict:
+    return sqlanon.release_ke(
+        con, source, family, key='"Id"', sensitive="Loss", quasi=[quasi], k=3, e=5
+    )
+
+
+def test_quoted_source_family_and_columns_on_duckdb(clinic: duckdb.DuckDBPyConnection) -> None:
+    summary = release(clinic, '"Clinic"."MixedCase"', '"MixedFamily"', '"Age"')
+    assert summary["table"] == "MixedFamily_v1" and summary["domain"] == "Clinic.MixedCase"
+    assert clinic.execute('SELECT count(*) FROM "MixedFamily"').fetchone() == (200,)
+    sql = (
+        "SELECT sqlanon_release_ke('\"Clinic\".\"MixedCase\"', 'other', key := 'id',"
+        " sensitive := '\"Loss\"', quasi := ['age'], k := 3, e := 5)"
+    )
+    assert json.loads(clinic.execute(sql).fetchone()[0])["table"] == "other_v1"
+    # unquoted: one table and one column match ignoring case
+    assert release(clinic, "clinic.mixedcase", "plain", "AGE")["table"] == "plain_v1"
+    with pytest.raises(duckdb.Error, match="UndefinedTableError"):
+        clinic.execute(sql.replace('"Clinic"', '"clinic"').replace("'other'", "'x'"))
+    with pytest.raises(duckdb.Error, match="UndefinedColumnError"):
+        clinic.execute(sql.replace("'id'", "'\"id\"'").replace("'other'", "'y'"))
+
+
+def test_an_unquoted_column_matching_several_is_refused() -> None:
+    source = Source("s", "t", {"Age": "INTEGER", "age": "INTEGER", "Id": "INTEGER"})
+    with pytest.raises(AmbiguousNameError, match="quote the one you mean"):
+        source.column("AGE", "quasi")
+    assert source.column('"age"', "quasi") == "age" and source.column("id", "key") == "Id"
+    with pytest.raises(UndefinedColumnError):
+        source.column('"AGE"', "quasi")
+
+
+def test_names_split_like_sql() -> None:
+    assert sqltext.split_name('"Clinic"."My.Table"', "source") == [
+        ("Clinic", True),
+        ("My.Table", True),
+    ]
+    assert sqltext.split_name(" public . adult ", "source") == [
+        ("public", False),
+        ("adult", False),
+    ]
+    assert sqltext.split_name('"a""b"', "source") == [('a"b', True)]
+    for bad in ('"open', 'a"b', "a..b", '"a"x', ""):
+        with pytest.raises(ConfigError):
+            sqltext.split_name(bad, "source")
+    assert sqltext.check_family('"MixedCase"') == "MixedCase"
+    with pytest.raises(ConfigError):
+        sqltext.check_family('"bad name"')
