@@ -143,8 +143,9 @@ def erase(con: Any, source: str) -> dict[str, Any]:
         return erase_deletions(session, source)
 
 
-def load_hierarchies(con: Any, dataset: str, folder: str) -> dict[str, Any]:
-    """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``."""
+def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[str, Any]:
+    """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``
+    (none: the ones bundled with sqlanon, for ``dataset`` ``adult``)."""
     from sqlanon.release_lhd import load_hierarchies as load
 
     with session_for(con) as session:

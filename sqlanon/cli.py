@@ -361,7 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hier.add_argument("--db", required=True, help=_DB_HELP)
     hier.add_argument("dataset", help="the source table's name")
-    hier.add_argument("folder")
+    hier.add_argument(
+        "folder", nargs="?", help="folder of the CSVs (default: the bundled ones, for adult)"
+    )
     hier.set_defaults(run=_load_hierarchies)
 
     query = commands.add_parser("query", help="answer an aggregate query with hard intervals")

@@ -4,6 +4,20 @@ Messages say what was wrong and what to do, e.g.
 ``k=3 needs 3 distinct values of "salary"; the table has 2``.
 """
 
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of plain text for a client: no ANSI escapes (sqlglot
+    underlines the offending token of a parse error with them), no other control
+    characters (an analyst's query may hold any), whitespace runs collapsed."""
+    return " ".join(_CONTROL.sub("?", _ANSI.sub("", text)).split())
+
 
 class SqlanonError(Exception):
     """Root of all sqlanon errors."""
@@ -26,7 +40,11 @@ class ConcurrentReleaseError(SqlanonError):
 
 
 class UnsupportedQueryError(SqlanonError):
-    """The interval rewriter cannot answer this query soundly."""
+    """The interval rewriter cannot answer this query soundly. Its message is one line
+    of plain text, whatever part of the analyst's query it quotes."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
 
 
 class QueryLimitError(UnsupportedQueryError):

@@ -19,6 +19,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,15 +71,29 @@ def attribute_name(name: str) -> str:
     return name.lower().replace("-", "_")
 
 
+# ARX's hierarchies for UCI Adult, shipped with the package (sqlanon/data/ATTRIBUTION.md).
+BUNDLED_HIERARCHIES = Path(__file__).resolve().parent / "data" / "hierarchies"
+
+
 def load_hierarchies(
-    session: Session, dataset: str, folder: str | os.PathLike[str]
+    session: Session, dataset: str, folder: str | os.PathLike[str] | None = None
 ) -> dict[str, Any]:
     """Store every ``<dataset>_hierarchy_<attr>.csv`` of ``folder`` in
     ``sqlanon.hierarchies``, replacing that dataset's rows (and widths of the same
-    attributes). Returns ``{"dataset", "attributes", "rows"}``."""
+    attributes). Without a folder, the hierarchies bundled with sqlanon for ``dataset``
+    (``adult``: ARX's UCI Adult hierarchies). Returns ``{"dataset", "attributes", "rows"}``."""
     if not isinstance(dataset, str) or not dataset:
         raise ConfigError(f"dataset must be the source table's name, got {dataset!r}")
-    if folder is None or not os.path.isdir(folder):
+    if folder is None:
+        folder = BUNDLED_HIERARCHIES
+        if not any(BUNDLED_HIERARCHIES.glob(f"{dataset}_hierarchy_*.csv")):
+            bundled = sorted({f.name.split("_hierarchy_")[0] for f in folder.glob("*.csv")})
+            raise ConfigError(
+                f"sqlanon bundles no hierarchies for {dataset!r} (it bundles "
+                f"{', '.join(map(repr, bundled))}); give the folder holding your "
+                f"{dataset}_hierarchy_<attribute>.csv files"
+            )
+    if not os.path.isdir(folder):
         raise ConfigError(f"hierarchy folder {folder!r} does not exist")
     found = load_directory(folder, dataset)
     rows = [row for h in found.values() for row in h.as_rows()]

@@ -23,7 +23,7 @@ def run(capsys: Any, *argv: str) -> tuple[int, str, str]:
 
 
 def test_install_release_audit_and_query_by_url(
-    pg_url: str, pg_db: str, pg_python_root: Path, capsys: Any
+    pg_url: str, pg_db: str, pg_python_root: Path, capsys: Any, tmp_path: Path
 ) -> None:
     url = pg_url.rsplit("/", 1)[0] + "/" + conninfo_to_dict(pg_db)["dbname"]
     assert url.startswith("postgresql://")
@@ -39,8 +39,10 @@ def test_install_release_audit_and_query_by_url(
     python = ".".join(info["python"].split(".")[:2])
     code, out, _ = run(
         capsys, "install-postgres", "--server-side", "--python-root", str(pg_python_root),
-        "--python-version", python,
+        "--python-version", python, "--extension-dir", str(tmp_path),
     )  # fmt: skip
+    # (a folder of the test's: the server's own is tests/test_postgres_extension.py's)
+    assert (tmp_path / "sqlanon.control").is_file()
     assert code == 0 and info["python_dir"] in out  # already built: found, not rebuilt
     # ... and the extension's files placed in the server's extension directory
     assert "extension sqlanon " in out and "CREATE EXTENSION sqlanon CASCADE" in out

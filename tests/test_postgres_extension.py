@@ -24,6 +24,8 @@ from sqlanon.errors import ConfigError
 from sqlanon.pg_extension import PlacedExtension, place_extension, server_extension_dir
 from sqlanon.pg_install import install_postgres, install_python_dir
 
+# These tests place files in the server-wide extension directory: scripts/test runs each
+# test file on one xdist worker (--dist loadfile), so they run one after another.
 pytestmark = pytest.mark.postgres
 
 ADD_PEOPLE = (
@@ -41,7 +43,8 @@ RELEASE_LHD = (
 QUERY = "SELECT sex, SUM(salary) AS total, COUNT(*) AS n FROM people_ke GROUP BY sex"
 CATALOG = {
     "sqlanon.cells", "sqlanon.hierarchies", "sqlanon.hierarchy_widths",
-    "sqlanon.kept_values", "sqlanon.links", "sqlanon.members", "sqlanon.releases",
+    "sqlanon.kept_values", "sqlanon.links", "sqlanon.members", "sqlanon.query_limits",
+    "sqlanon.releases",
 }  # fmt: skip
 
 
@@ -118,7 +121,7 @@ def members_of_extension(conn: Any) -> set[str]:
 
 
 def intervals(conn: Any) -> list[Any]:
-    return [r[0] for r in conn.execute("SELECT * FROM sqlanon.interval(%s)", [QUERY])]
+    return [r[0] for r in conn.execute("SELECT * FROM sqlanon.interval_json(%s)", [QUERY])]
 
 
 def test_create_extension_then_release_query_and_drop(

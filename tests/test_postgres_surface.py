@@ -173,7 +173,7 @@ def test_a_release_audit_and_interval_send_no_notice(people: Any) -> None:
 # --- cancellation --------------------------------------------------------------------------
 
 
-def big_query(offset: int, terms: int = 2500) -> str:
+def big_query(offset: int, terms: int = 2400) -> str:
     """A query the rewriter needs about a second for (distinct per offset: no cache)."""
     ors = " OR ".join(f"age = {offset + i}" for i in range(terms))
     return f"SELECT SUM(loss) FROM people_ke WHERE {ors}"  # noqa: S608

@@ -37,7 +37,7 @@ def test_owner_sets_limits_analyst_reads_them_and_is_refused_fast(
             (QUERY + " OR ".join(f"age = {i}" for i in range(20_000)), "max_query_chars"),
         ):
             with pytest.raises(psycopg.Error, match=limit):
-                owner.execute("SELECT * FROM sqlanon.interval(%s)", [sql])
+                owner.execute("SELECT * FROM sqlanon.interval_json(%s)", [sql])
         assert time.perf_counter() - started < 1.5
         assert sqlanon.set_limit(owner, "max_query_tokens", 40)["max_query_tokens"] == 40
     with psycopg.connect(roles["analyst"], autocommit=True) as analyst:

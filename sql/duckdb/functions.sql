@@ -10,7 +10,8 @@ CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, qu
                          seed, domain);
 -- The data owner's erasure: deletions from the source reach the state now, unpublished.
 CREATE OR REPLACE TEMP MACRO sqlanon_erase(source) AS _sqlanon_erase(source);
-CREATE OR REPLACE TEMP MACRO sqlanon_load_hierarchies(dataset, folder) AS
+-- folder := NULL: the hierarchies bundled with sqlanon (dataset 'adult')
+CREATE OR REPLACE TEMP MACRO sqlanon_load_hierarchies(dataset, folder := NULL) AS
     _sqlanon_load_hierarchies(dataset, folder);
 CREATE OR REPLACE TEMP MACRO sqlanon_hierarchy_widths(dataset, attribute, widths) AS
     _sqlanon_hierarchy_widths(dataset, attribute, widths);

@@ -108,7 +108,8 @@ END
 $fn$;
 
 -- Hierarchies (lHD). `folder` is a directory on the SERVER's file system, read by the
--- server's OS user: only the data owner role may call this.
+-- server's OS user: only the data owner role may call this. NULL: the hierarchies
+-- bundled with sqlanon (dataset 'adult').
 CREATE OR REPLACE FUNCTION sqlanon._load_hierarchies(dataset text, folder text) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
 AS $py$
@@ -117,7 +118,8 @@ from sqlanon.backends import postgres
 return postgres.server_call(plpy, "load_hierarchies", dataset, folder)
 $py$;
 
-CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text DEFAULT NULL)
+RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     failure text;

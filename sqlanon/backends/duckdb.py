@@ -259,7 +259,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     def erase(source: str) -> dict[str, Any]:
         return api.erase(connection(), source)
 
-    def load_hierarchies(dataset: str, folder: str) -> dict[str, Any]:
+    def load_hierarchies(dataset: str, folder: str | None) -> dict[str, Any]:
         return api.load_hierarchies(connection(), dataset, folder)
 
     def hierarchy_widths(dataset: str, attribute: str, widths: list[float]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from sqlanon.errors import ConcurrentReleaseError, SqlanonError
+from sqlanon.errors import ConcurrentReleaseError, SqlanonError, one_line
 
 _PARAM = re.compile(r"\$(\d+)(?!\d)")
 _LOCK_FAMILY = "SELECT pg_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
@@ -414,8 +414,6 @@ SQLSTATES: dict[str, str] = {
 }
 INTERNAL_ERROR = "XX000"
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
 
 def sqlstate_of(exc: BaseException) -> str:
     """The SQLSTATE a SQL function reports for ``exc`` (see :data:`SQLSTATES`)."""
@@ -423,12 +421,6 @@ def sqlstate_of(exc: BaseException) -> str:
         if cls.__name__ in SQLSTATES and issubclass(cls, SqlanonError):
             return SQLSTATES[cls.__name__]
     return INTERNAL_ERROR
-
-
-def one_line(message: str) -> str:
-    """A message as one line of plain text: no ANSI escapes (sqlglot underlines the
-    offending token of a parse error with them), whitespace runs collapsed."""
-    return " ".join(_ANSI.sub("", message).split())
 
 
 def internal_message(exc: BaseException, where: str) -> str:

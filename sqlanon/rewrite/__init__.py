@@ -58,7 +58,16 @@ def rewrite(
     ``checkpoint``, if given, is called between the steps (PostgreSQL: where a pending
     cancel or statement_timeout stops the rewrite).
     """
-    step = checkpoint or _no_checkpoint
+    interrupted: list[BaseException] = []
+
+    def step() -> None:
+        if checkpoint is not None:
+            try:
+                checkpoint()
+            except BaseException as exc:  # a cancel: it goes to the caller as it is
+                interrupted.append(exc)
+                raise
+
     try:
         query = analyze(sql, catalog, dialect, limits)
         step()
@@ -75,13 +84,11 @@ def rewrite(
             "lowers max_query_depth so such queries are refused before parsing)"
         ) from exc
     except Exception as exc:  # sqlglot's errors and anything unforeseen: never a traceback
+        if interrupted:
+            raise
         raise UnsupportedQueryError(
             f"cannot rewrite the query ({type(exc).__name__}: {one_line(exc)})"
         ) from exc
-
-
-def _no_checkpoint() -> None:
-    pass
 
 
 def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:

@@ -12,7 +12,6 @@ operators such as ``NOT NOT NOT``). The data owner may change each bound
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 
 from sqlglot.dialects.dialect import Dialect
@@ -20,6 +19,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
+from sqlanon.errors import one_line as plain_line
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,6 @@ LIMIT_NAMES = tuple(f.name for f in dataclasses.fields(QueryLimits))
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
 _PREFIX = {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE}
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def limits_from_rows(rows: list[tuple[object, object]]) -> QueryLimits:
@@ -56,7 +55,7 @@ def limits_from_rows(rows: list[tuple[object, object]]) -> QueryLimits:
 
 def one_line(error: BaseException) -> str:
     """An error's text on one line, without the ANSI underlining sqlglot adds."""
-    return " ".join(_ANSI.sub("", str(error)).split())
+    return plain_line(str(error))
 
 
 def tokens(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> list[Token]:
