@@ -23,11 +23,12 @@ from sqlanon.errors import ConfigError, SqlanonError
 
 
 @contextmanager
-def connect(db: str, *, install: bool = True, existing: bool = False) -> Iterator[Any]:
+def connect(db: str, *, install: bool = True, existing: bool = True) -> Iterator[Any]:
     """Open ``db`` (DuckDB path or PostgreSQL URL), with sqlanon installed for DuckDB.
 
-    ``existing``: a DuckDB file that does not exist is an error (commands that only
-    read must not leave an empty database behind a typo)."""
+    ``existing``: a DuckDB file that does not exist is an error. Only ``install`` creates
+    one; every other command needs the source or the releases already in the file, and
+    must not leave an empty database behind a typo."""
     if db.startswith(("postgresql://", "postgres://")):
         import psycopg
 
@@ -41,7 +42,7 @@ def connect(db: str, *, install: bool = True, existing: bool = False) -> Iterato
     if existing and db != ":memory:" and not os.path.exists(db):
         raise ConfigError(
             f"no database file {db!r}; give the path of an existing DuckDB file "
-            "(this command only reads: it does not create one)"
+            "(only `sqlanon install --db` creates one)"
         )
     try:
         con = duckdb.connect(db)
@@ -191,7 +192,7 @@ def _load_hierarchies(args: argparse.Namespace) -> None:
 def _audit(args: argparse.Namespace) -> None:
     from sqlanon.api import audit
 
-    with connect(args.db, existing=True) as con:
+    with connect(args.db) as con:
         rows = audit(con, args.family, records=args.records)
     if args.records:
         print(json.dumps(rows, indent=2))
@@ -203,7 +204,7 @@ def _report(args: argparse.Namespace) -> None:
     from sqlanon.report import write_report
 
     out = args.out or f"{args.family}_report.html"
-    with connect(args.db, existing=True) as con:
+    with connect(args.db) as con:
         written = write_report(con, args.family, out)
     print(f"report of {args.family} written to {written}")
 
@@ -211,7 +212,7 @@ def _report(args: argparse.Namespace) -> None:
 def _query(args: argparse.Namespace) -> None:
     from sqlanon.api import interval, rewrite
 
-    with connect(args.db, existing=True) as con:
+    with connect(args.db) as con:
         if args.explain:
             print(rewrite(args.sql, con, args.dialect))
         else:
@@ -225,7 +226,7 @@ def _install(args: argparse.Namespace) -> None:
         install_postgres(args.db)
         print(f"sqlanon installed in {args.db.rsplit('@', 1)[-1]}")
         return
-    with connect(args.db):
+    with connect(args.db, existing=False):
         print(f"sqlanon installed in {args.db}")
 
 

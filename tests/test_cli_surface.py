@@ -69,9 +69,39 @@ def test_a_closed_pipe_ends_quietly(released: Path) -> None:
         ["query", "--explain", QUERY],
         ["audit", "people_ke"],
         ["report", "people_ke"],
+        [
+            "release-ke",
+            "people",
+            "people_ke",
+            "--key",
+            "id",
+            "--sensitive",
+            "s",
+            "--quasi",
+            "a",
+            "--k",
+            "2",
+            "--e",
+            "1",
+        ],
+        [
+            "release-lhd",
+            "people",
+            "people_l",
+            "--key",
+            "id",
+            "--quasi",
+            "a",
+            "--sensitive",
+            "s",
+            "--l",
+            "2",
+        ],
+        ["erase", "people"],
+        ["load-hierarchies", "adult"],
     ],
 )
-def test_read_commands_never_create_a_database(
+def test_commands_never_create_a_database_from_a_typo(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     typo = tmp_path / "typo.duckdb"
@@ -79,6 +109,12 @@ def test_read_commands_never_create_a_database(
     assert not typo.exists()
     err = capsys.readouterr().err
     assert err.startswith(f"sqlanon: no database file '{typo}'") and err.count("\n") == 1
+
+
+def test_install_creates_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    new = tmp_path / "new.duckdb"
+    assert main(["install", "--db", str(new)]) == 0
+    assert new.exists() and "sqlanon installed in" in capsys.readouterr().out
 
 
 def test_read_commands_still_read_an_existing_file(
