@@ -17,7 +17,7 @@ import duckdb
 
 from sqlanon.audit import audit_family, audit_versions
 from sqlanon.backends.duckdb import DuckDBSession, install
-from sqlanon.cli import print_table
+from sqlanon.display import print_table
 from sqlanon.metrics import error_ratio
 from sqlanon.release import release_ke
 

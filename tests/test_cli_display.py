@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.cli import _fmt, main
+from sqlanon.cli import main
+from sqlanon.display import format_value as _fmt
 
 finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e15, max_value=1e15)
 
