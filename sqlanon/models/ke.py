@@ -26,6 +26,8 @@ import numpy as np
 
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.cells import Cells
+from sqlanon.models.ke_paper import plan_paper
+from sqlanon.models.ke_plan import KePlan, as_ids, check_parameters
 
 __all__ = [
     "KePlan",
@@ -42,23 +44,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- validation
-
-
-def _check_parameters(k: int, e: float, min_k: int = 2) -> tuple[int, float]:
-    """Validated (k, e); releases need k >= 2, the audit also checks k = 1."""
-    if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise ConfigError(f"k must be an integer >= {min_k}; got {k!r}")
-    if k < min_k:
-        raise ConfigError(
-            f"k must be >= {min_k} (a group needs at least {min_k} distinct values); got k={k}"
-        )
-    try:
-        e_float = float(e)
-    except (TypeError, ValueError):
-        raise ConfigError(f"e must be a number >= 0; got {e!r}") from None
-    if not math.isfinite(e_float) or e_float < 0:
-        raise ConfigError(f"e must be a finite number >= 0; got e={e!r}")
-    return int(k), e_float
 
 
 def _as_values(values: np.ndarray) -> np.ndarray:
@@ -241,7 +226,7 @@ def optimal_partition(values: np.ndarray, k: int, e: float) -> np.ndarray:
     Raises ``InfeasibleError`` when the data has fewer than ``k`` distinct values or a range
     below ``e``, and ``ConfigError`` for a bad ``k``, ``e`` or NaN values.
     """
-    k, e = _check_parameters(k, e)
+    k, e = check_parameters(k, e)
     v = _as_values(values)
     if len(v) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -326,28 +311,6 @@ def _unique_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # ------------------------------------------------------------------ incremental planner
 
 
-@dataclass(frozen=True)
-class KePlan:
-    """One version of a (k,e) release, per candidate record (same order as the input).
-
-    ``group``: group id 0..g-1 in ascending order of group minimum, -1 = held back.
-    ``cell``: the record's cell after this version (records with the same first version and
-    the same group in every version), dense ids 0..c-1, -1 = held back.
-    ``static_optimum``: sum of errors of the best single release of all candidates (unsafe
-    to publish after earlier versions; the yardstick), None when that is infeasible.
-    ``held_back`` counts the records left out that no release has published yet,
-    ``suppressed`` (``plan_in_cells`` only) those an earlier release of the domain did.
-    """
-
-    group: np.ndarray
-    cell: np.ndarray
-    sum_of_errors: float
-    groups: int
-    held_back: int
-    static_optimum: float | None = None
-    suppressed: int = 0  # plan_in_cells: left out though an earlier release published them
-
-
 POLICIES = ("auto", "merge", "defer", "paper")
 
 #: ``auto``'s default penalty per held-back row, as a multiple of the per-row error of the
@@ -404,7 +367,7 @@ def plan_release(
     - ``paper``: the seeds' published rule (``sqlanon.models.ke_paper``), unsafe, for
       reproducing their figures only.
     """
-    k, e = _check_parameters(k, e)
+    k, e = check_parameters(k, e)
     if policy not in POLICIES:
         raise ConfigError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
     if hold_penalty is not None:
@@ -413,8 +376,8 @@ def plan_release(
         if not math.isfinite(float(hold_penalty)) or float(hold_penalty) < 0:
             raise ConfigError(f"hold_penalty must be a finite number >= 0; got {hold_penalty!r}")
     v = _as_values(values)
-    cell = _as_ids(prev_cell, len(v), "prev_cell")
-    group = _as_ids(prev_group, len(v), "prev_group")
+    cell = as_ids(prev_cell, len(v), "prev_cell")
+    group = as_ids(prev_group, len(v), "prev_group")
     old = cell >= 0
     if not np.array_equal(old, group >= 0):
         raise ConfigError(
@@ -427,8 +390,6 @@ def plan_release(
     data = _Sorted.of(v)
     static = _static_optimum(data, k, e)
     if policy == "paper":
-        from sqlanon.models.ke_paper import plan_paper
-
         return dataclasses.replace(plan_paper(v, cell, group, k, e), static_optimum=static)
     cell_dense = _check_old_cells(v, cell, group, k, e, data.order)
     elements = _Elements.build(v, cell_dense, k, e, data.order)
@@ -473,7 +434,7 @@ def plan_in_cells(
     if policy == "paper":
         own = np.full(v.size, -1, dtype=np.int64) if own_group is None else own_group
         return plan_release(v, own, own, k, e, "paper")
-    k, e = _check_parameters(k, e)
+    k, e = check_parameters(k, e)
     old = prior.cell >= 0
     eligible = ~old
     if old.any():
@@ -521,7 +482,7 @@ def plan_in_cells(
 def static_optimum(values: np.ndarray, k: int, e: float) -> float | None:
     """The sum of errors of ``optimal_partition(values, k, e)``, None when infeasible:
     no (k,e)-valid partition of these values has a smaller one."""
-    k, e = _check_parameters(k, e)
+    k, e = check_parameters(k, e)
     return _static_optimum(_Sorted.of(_as_values(values)), k, e)
 
 
@@ -534,18 +495,6 @@ def _static_optimum(data: _Sorted, k: int, e: float) -> float | None:
     starts = _sorted_partition(s, data.ranks, k, e)
     ends = np.append(starts[1:], len(s))
     return float((s[ends - 1] - s[starts]).sum())
-
-
-def _as_ids(ids: np.ndarray, n: int, name: str) -> np.ndarray:
-    array = np.asarray(ids)
-    if array.shape != (n,):
-        raise ConfigError(f"{name} must have one entry per value ({n}); got shape {array.shape}")
-    if array.dtype.kind not in "iu":
-        raise ConfigError(f"{name} must hold integers (-1 = not published); got {array.dtype}")
-    array = array.astype(np.int64, copy=False)
-    if (array < -1).any():
-        raise ConfigError(f"{name} must be >= -1 (-1 = not published)")
-    return array
 
 
 def _check_old_cells(

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models.ke import KePlan, _as_ids, _check_parameters
+from sqlanon.models.ke_plan import KePlan, as_ids, check_parameters
 
 __all__ = ["plan_paper"]
 
@@ -194,11 +194,11 @@ def plan_paper(
     Raises ``InfeasibleError`` when no partition passes the seeds' tests and
     ``ConfigError`` for bad arguments.
     """
-    k, e = _check_parameters(k, e)
+    k, e = check_parameters(k, e)
     v = _as_values(values)
     n = len(v)
-    prev_cell = _as_ids(prev_cell, n, "prev_cell")
-    prev_group = _as_ids(prev_group, n, "prev_group")
+    prev_cell = as_ids(prev_cell, n, "prev_cell")
+    prev_group = as_ids(prev_group, n, "prev_group")
     mismatch = (prev_cell >= 0) != (prev_group >= 0)
     if mismatch.any():
         raise ConfigError(
