@@ -1,93 +1,17 @@
-"""The ``sqlanon`` catalog schema: migrations, release rows, member state.
-
-Migrations follow sqlite-utils' idea: numbered files, each applied once inside a
-transaction and recorded in ``sqlanon.migrations``.
-"""
+"""The ``sqlanon`` catalog: release rows, member state, query limits (its schema is
+applied by :mod:`sqlanon.upgrade`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlanon import sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 
 if TYPE_CHECKING:
     from sqlanon.rewrite.limits import QueryLimits
-
-
-def migrate(session: Session) -> list[str]:
-    """Apply the dialect's pending migrations; returns the names applied now."""
-    with session.transaction():
-        for statement in sqltext.statements(sqltext.load(session.dialect, "bootstrap")):
-            session.execute(statement)
-    applied = {row[0] for row in session.query("SELECT name FROM sqlanon.migrations")}
-    done = []
-    for name, text in sqltext.migrations(session.dialect):
-        if name in applied:
-            continue
-        with session.transaction():
-            for statement in sqltext.statements(text):
-                session.execute(statement)
-            run_data_step(session, name)
-            session.execute("INSERT INTO sqlanon.migrations (name) VALUES ($1)", [name])
-        done.append(name)
-    return done
-
-
-def has_data_step(name: str) -> bool:
-    """Whether migration ``name`` also rewrites data (a step after its file)."""
-    return name in _DATA_STEPS
-
-
-def run_data_step(session: Session, name: str) -> None:
-    """The data step of migration ``name``, if it has one (``migrate`` and the
-    PostgreSQL extension's upgrade scripts run it right after the migration's file)."""
-    if name in _DATA_STEPS:
-        _DATA_STEPS[name](session)
-
-
-def pending(session: Session) -> list[str]:
-    """The migrations ``migrate`` would apply, without writing anything."""
-    present = session.query(
-        "SELECT 1 FROM information_schema.tables "
-        "WHERE table_schema = 'sqlanon' AND table_name = 'migrations'"
-    )
-    applied = (
-        {row[0] for row in session.query("SELECT name FROM sqlanon.migrations")}
-        if present
-        else set()
-    )
-    return [name for name, _text in sqltext.migrations(session.dialect) if name not in applied]
-
-
-def _rebuild_ke_bounds(session: Session) -> None:
-    from sqlanon import release  # release builds on this module
-
-    release.rebuild_ke_bounds(session)
-
-
-def _rebuild_domains(session: Session) -> None:
-    from sqlanon import domain  # domain builds on this module
-
-    domain.rebuild(session)
-
-
-def _keep_values(session: Session) -> None:
-    from sqlanon import live  # live builds on this module
-
-    live.rebuild(session)
-
-
-#: Migrations that also rewrite data, run after their file inside its transaction.
-_DATA_STEPS: dict[str, Callable[[Session], None]] = {
-    "003_ke_bounds_runs": _rebuild_ke_bounds,
-    "005_domains": _rebuild_domains,
-    "007_live_tables": _keep_values,
-}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ script's header (``-- migrations: 001_catalog 002_...``).
   skipped: they rewrite rows of releases, and a new catalog has none.)
 - upgrade ``old -> new``: the migrations ``new`` has and ``old`` (its install script's
   header) has not, each followed by its data step (``extension_data_step.sql``:
-  PL/Python running :func:`sqlanon.catalog.run_data_step` from the new directory) and
+  PL/Python running :func:`sqlanon.upgrade.run_data_step` from the new directory) and
   its ledger row; then functions, grants and the finish, as in the install script.
 
 So a new migration file makes a new version whose upgrade script applies it, with no
@@ -143,14 +143,14 @@ def upgrade_script(
         return None
     texts = dict(sqltext.migrations("postgres"))
     step = sqltext.load("postgres", "extension_data_step")
-    from sqlanon import catalog
+    from sqlanon import upgrade
 
     parts = [_header(version, names)]
     for name in names:
         if name in old:
             continue
         parts.append(texts[name].rstrip().rstrip(";") + ";")
-        if catalog.has_data_step(name):
+        if upgrade.has_data_step(name):
             parts.append(sqltext.render(step, step=f'"{name}"'))
         parts.append(_ledger_row(name))
     parts += _functions_and_grants()

@@ -26,7 +26,7 @@ using them; delete them by hand once no session from before the upgrade remains.
 installs queue:
 
 1. ``CREATE EXTENSION IF NOT EXISTS plpython3u``;
-2. the catalog migrations (:func:`sqlanon.catalog.migrate`: ``migrations/postgres/*.sql``
+2. the catalog migrations (:func:`sqlanon.upgrade.migrate`: ``migrations/postgres/*.sql``
    in order, each in its own transaction, recorded in ``sqlanon.migrations``);
 3. in one transaction, ``sql/postgres/functions.sql`` with each ``# sqlanon: prologue``
    line replaced by code that puts both directories first on ``sys.path`` once per
@@ -137,9 +137,9 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
             deps_dir = root / marker["deps"]
             session.execute("DROP FUNCTION pg_temp.sqlanon_install_probe(text)")
 
-            from sqlanon import catalog
+            from sqlanon import upgrade
 
-            applied = catalog.migrate(session)
+            applied = upgrade.migrate(session)
             functions = with_prologue(sqltext.load("postgres", "functions"), python_dir, deps_dir)
             with session.transaction():
                 session.execute(functions)

@@ -1,4 +1,4 @@
--- A migration's data step (sqlanon.catalog.run_data_step) inside an extension upgrade
+-- A migration's data step (sqlanon.upgrade.run_data_step) inside an extension upgrade
 -- script, run by the new sqlanon build. {step} is the migration's name, checked by
 -- sqlanon.pg_extension, as a double-quoted Python string literal. An extension script
 -- runs with search_path = sqlanon; the step looks for release tables in the session's
@@ -6,7 +6,7 @@
 -- session's default for the step, then put back.
 DO LANGUAGE plpython3u $py$
 # sqlanon: prologue
-from sqlanon import catalog
+from sqlanon import upgrade
 from sqlanon.backends.postgres import PlpySession
 
 _set = plpy.prepare("SELECT pg_catalog.set_config('search_path', $1, true)", ["text"])
@@ -15,6 +15,6 @@ _reset = plpy.execute(
     "SELECT reset_val FROM pg_catalog.pg_settings WHERE name = 'search_path'"
 )[0]["reset_val"]
 plpy.execute(_set, [_reset])
-catalog.run_data_step(PlpySession(plpy), {step})
+upgrade.run_data_step(PlpySession(plpy), {step})
 plpy.execute(_set, [_script_path])
 $py$;

@@ -354,13 +354,13 @@ def install(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply pending catalog migrations and register the functions on ``con``."""
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise ConfigError("install() takes a duckdb connection (duckdb.connect(...))")
-    from sqlanon import catalog
+    from sqlanon import upgrade
 
     session = DuckDBSession(con)
     try:
         if not session.read_only():
-            applied = catalog.migrate(session)
-        elif missing := catalog.pending(session):
+            applied = upgrade.migrate(session)
+        elif missing := upgrade.pending(session):
             raise ConfigError(
                 f"this read-only database lacks sqlanon's migrations {', '.join(missing)}; "
                 "open it writable once (sqlanon install --db FILE) to apply them"
