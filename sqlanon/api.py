@@ -233,11 +233,9 @@ def session_rewrite(
     """
     from sqlanon.catalog import query_limits
     from sqlanon.rewrite import rewrite as rewrite_sql
-    from sqlanon.rewrite.limits import tokens
 
     dialect = dialect or session.dialect
-    limits = query_limits(session)
-    tokens(sql, dialect, limits)  # refuse a query beyond the limits before reading more
+    limits = query_limits(session)  # the rewriter checks them before it parses
     rows = _release_rows(session)
     if any(r[3] == "lhd" for r in rows):
         return rewrite_sql(sql, _catalog(session, rows), dialect, limits, checkpoint)

@@ -611,16 +611,9 @@ def server_rewrite(plpy: Any, sql: str, dialect: str) -> str:
 
 
 def _rewrite(plpy: Any, sql: str, dialect: str) -> str:
-    from sqlglot.errors import SqlglotError
-
     from sqlanon.api import session_rewrite
-    from sqlanon.errors import UnsupportedQueryError
 
-    session = PlpySession(plpy)
-    try:
-        return session_rewrite(session, sql, dialect, check_interrupts)
-    except SqlglotError as exc:  # e.g. a TokenError the rewriter's parser does not wrap
-        raise UnsupportedQueryError(f"cannot parse the query: {exc}") from exc
+    return session_rewrite(PlpySession(plpy), sql, dialect, check_interrupts)
 
 
 def check_interrupts() -> None:
