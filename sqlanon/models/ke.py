@@ -333,6 +333,7 @@ def plan_release(
     e: float,
     policy: str = "auto",
     hold_penalty: float | None = None,
+    weight: np.ndarray | None = None,
 ) -> KePlan:
     """Plan the next version of a (k,e) release so that every cell stays (k,e)-valid.
 
@@ -366,6 +367,11 @@ def plan_release(
       does not (at most 8 times, then the ``merge`` plan is used).
     - ``paper``: the seeds' published rule (``sqlanon.models.ke_paper``), unsafe, for
       reproducing their figures only.
+
+    ``weight`` (default 1 each): how many records each entry stands for, so a plan can
+    be made on counts (:func:`plan_counts`): an entry is then every record of one old
+    cell, or every new record, with one value. Only the held-back counts, the penalty
+    and the cap read it; with weights 1 the plan is the record planner's.
     """
     k, e = check_parameters(k, e)
     if policy not in POLICIES:
@@ -378,6 +384,7 @@ def plan_release(
     v = _as_values(values)
     cell = as_ids(prev_cell, len(v), "prev_cell")
     group = as_ids(prev_group, len(v), "prev_group")
+    w = _as_weights(weight, len(v))
     old = cell >= 0
     if not np.array_equal(old, group >= 0):
         raise ConfigError(
@@ -385,21 +392,23 @@ def plan_release(
         )
     if not old.any():
         first = optimal_partition(v, k, e)
-        plan = _make_plan(v, first, first.copy())
+        plan = _make_plan(v, first, first.copy(), w)
         return dataclasses.replace(plan, static_optimum=plan.sum_of_errors)
     data = _Sorted.of(v)
     static = _static_optimum(data, k, e)
     if policy == "paper":
+        if weight is not None:
+            raise ConfigError("policy 'paper' plans records, not counts")
         return dataclasses.replace(plan_paper(v, cell, group, k, e), static_optimum=static)
     cell_dense = _check_old_cells(v, cell, group, k, e, data.order)
-    elements = _Elements.build(v, cell_dense, k, e, data.order)
+    elements = _Elements.build(v, cell_dense, k, e, data.order, w)
     if policy == "merge":
         runs = _best_runs(elements, lexicographic=True, one_atom=False, penalty=0.0)
     elif policy == "defer":
         runs = _best_runs(elements, lexicographic=True, one_atom=True, penalty=0.0)
     else:
-        runs = _auto_runs(v, elements, static, hold_penalty)
-    plan = _plan_from_runs(v, cell_dense, elements, runs)
+        runs = _auto_runs(float(w.sum()), elements, static, hold_penalty)
+    plan = _plan_from_runs(v, cell_dense, elements, runs, w)
     return dataclasses.replace(plan, static_optimum=static)
 
 
@@ -412,6 +421,7 @@ def plan_in_cells(
     policy: str = "auto",
     hold_penalty: float | None = None,
     own_group: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> KePlan:
     """Plan a (k,e) release of S = ``sensitive`` over records whose earlier releases of
     the domain (any family, either model) left them in the cells ``prior``.
@@ -422,7 +432,8 @@ def plan_in_cells(
     lHD release with fewer than ``k`` distinct values) stays absent: held back, like new
     records that cannot form a valid piece yet. ``plan_release`` does the rest with the
     eligible cells as its old cells. ``paper`` ignores the cells and plans with the
-    family's own last groups ``own_group`` (the seeds' rule, unsafe).
+    family's own last groups ``own_group`` (the seeds' rule, unsafe). ``weight``: as in
+    ``plan_release`` (an entry may stand for every record of one cell with one value).
 
     >>> prior = Cells(np.array([0, 0, -1, -1]), ("v",), np.array([[2]]), np.array([[0.0]]))
     >>> plan_in_cells(np.array([100, 900, 110, 910]), prior, "v", 2, 5).group.tolist()
@@ -431,6 +442,7 @@ def plan_in_cells(
     v = _as_values(values)
     if prior.cell.shape != v.shape:
         raise ConfigError(f"prior must describe every record ({v.size})")
+    w = _as_weights(weight, v.size)
     if policy == "paper":
         own = np.full(v.size, -1, dtype=np.int64) if own_group is None else own_group
         return plan_release(v, own, own, k, e, "paper")
@@ -462,10 +474,17 @@ def plan_in_cells(
     cell = np.where(eligible, prior.cell, -1)
     group = np.full(v.size, -1, dtype=np.int64)
     if not eligible.any():
-        return KePlan(group, group.copy(), 0.0, 0, int((~old).sum()), None, int(old.sum()))
+        return KePlan(group, group.copy(), 0.0, 0, int(w[~old].sum()), None, int(w[old].sum()))
     chosen = np.flatnonzero(eligible)
     plan = plan_release(
-        v[chosen], cell[chosen], cell[chosen], k, e, policy, hold_penalty=hold_penalty
+        v[chosen],
+        cell[chosen],
+        cell[chosen],
+        k,
+        e,
+        policy,
+        hold_penalty=hold_penalty,
+        weight=None if weight is None else w[chosen],
     )
     group[chosen] = plan.group
     planned = np.full(v.size, -1, dtype=np.int64)
@@ -474,8 +493,8 @@ def plan_in_cells(
         plan,
         group=group,
         cell=planned,
-        held_back=int(((group < 0) & ~old).sum()),
-        suppressed=int(((group < 0) & old).sum()),
+        held_back=int(w[(group < 0) & ~old].sum()),
+        suppressed=int(w[(group < 0) & old].sum()),
     )
 
 
@@ -564,13 +583,16 @@ class _Elements:
     is_atom: np.ndarray  # bool
     new_start: np.ndarray  # first index into new_records of the element's new values
     new_count: np.ndarray
+    new_weight: np.ndarray  # records the element's new values stand for (weights summed)
     atom_of_cell: np.ndarray  # element index of every old cell
     new_records: np.ndarray  # record index of every new value, sorted by value
     element_of_new: np.ndarray  # element index of every entry of new_records
     last_valid_start: np.ndarray  # per element t: largest j with elements j..t a valid run
 
     @staticmethod
-    def build(v: np.ndarray, cell: np.ndarray, k: int, e: float, order: np.ndarray) -> _Elements:
+    def build(
+        v: np.ndarray, cell: np.ndarray, k: int, e: float, order: np.ndarray, weight: np.ndarray
+    ) -> _Elements:
         """``order`` sorts ``v`` stably (``_Sorted.order``)."""
         old = cell >= 0
         count = int(cell.max()) + 1
@@ -613,6 +635,8 @@ class _Elements:
         right[atom_element] = atom_right
         new_start = np.searchsorted(element_of_new, np.arange(m), side="left")
         new_count = np.diff(np.append(new_start, len(x)))
+        new_weight = np.zeros(m, dtype=np.float64)
+        np.add.at(new_weight, element_of_new, weight[new_records])
 
         # Run j..t has new values x[new_start[j] : new_start[t] + new_count[t]]; it is valid
         # iff its first new value is at or before the last valid start for its last one.
@@ -629,6 +653,7 @@ class _Elements:
             is_atom=is_atom,
             new_start=new_start,
             new_count=new_count,
+            new_weight=new_weight,
             atom_of_cell=atom_element[atom_of_cell],
             new_records=new_records,
             element_of_new=element_of_new,
@@ -654,7 +679,9 @@ def _best_runs(
     values (an atom keeps its old cells published: its range is still paid).
     """
     m = len(elements.left)
-    held = np.where(elements.is_atom, elements.new_count, 1).astype(np.float64)
+    # An element's new values are held back together: an atom's, or one new value
+    # (weight 1 per record; more when one entry stands for several records).
+    held = elements.new_weight
     span = elements.right - elements.left
     zero = np.zeros(m)
     if lexicographic:
@@ -721,23 +748,23 @@ def _best_runs(
     return runs
 
 
-def _held_back(elements: _Elements, runs: list[tuple[int, int, bool]]) -> int:
-    held = 0
+def _held_back(elements: _Elements, runs: list[tuple[int, int, bool]]) -> float:
+    held = 0.0
     for start, _end, publish in runs:
         if not publish:
-            held += int(elements.new_count[start]) if elements.is_atom[start] else 1
+            held += float(elements.new_weight[start])
     return held
 
 
 def _auto_runs(
-    v: np.ndarray, elements: _Elements, static: float | None, hold_penalty: float | None
+    records: float, elements: _Elements, static: float | None, hold_penalty: float | None
 ) -> list[tuple[int, int, bool]]:
     if hold_penalty is not None:
         return _best_runs(elements, lexicographic=False, one_atom=False, penalty=hold_penalty)
     if static is None:  # no valid single release: publish what merging can
         return _best_runs(elements, lexicographic=True, one_atom=False, penalty=0.0)
-    penalty = DEFAULT_HOLD_FACTOR * static / len(v)
-    cap = HELD_BACK_CAP * len(v)
+    penalty = DEFAULT_HOLD_FACTOR * static / records
+    cap = HELD_BACK_CAP * records
     for _ in range(9):
         runs = _best_runs(elements, lexicographic=False, one_atom=False, penalty=penalty)
         if _held_back(elements, runs) <= cap:
@@ -747,7 +774,11 @@ def _auto_runs(
 
 
 def _plan_from_runs(
-    v: np.ndarray, cell: np.ndarray, elements: _Elements, runs: list[tuple[int, int, bool]]
+    v: np.ndarray,
+    cell: np.ndarray,
+    elements: _Elements,
+    runs: list[tuple[int, int, bool]],
+    weight: np.ndarray,
 ) -> KePlan:
     m = len(elements.left)
     element_group = np.full(m, -1, dtype=np.int64)
@@ -763,7 +794,7 @@ def _plan_from_runs(
     group[old] = element_group[elements.atom_of_cell[cell[old]]]
     new_element = elements.element_of_new
     group[elements.new_records] = np.where(publishes[new_element], element_group[new_element], -1)
-    return _make_plan(v, group, _next_cells(cell, group))
+    return _make_plan(v, group, _next_cells(cell, group), weight)
 
 
 def _next_cells(cell: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -775,13 +806,22 @@ def _next_cells(cell: np.ndarray, group: np.ndarray) -> np.ndarray:
     return out
 
 
-def _make_plan(v: np.ndarray, group: np.ndarray, cell: np.ndarray) -> KePlan:
+def _as_weights(weight: np.ndarray | None, n: int) -> np.ndarray:
+    if weight is None:
+        return np.ones(n, dtype=np.float64)
+    w = np.asarray(weight, dtype=np.float64)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w < 1).any():
+        raise ConfigError(f"weight must hold one count >= 1 per value ({n})")
+    return w
+
+
+def _make_plan(v: np.ndarray, group: np.ndarray, cell: np.ndarray, weight: np.ndarray) -> KePlan:
     return KePlan(
         group=group,
         cell=cell,
         sum_of_errors=sum_of_errors(v, group),
         groups=int(group.max()) + 1 if len(group) else 0,
-        held_back=int((group < 0).sum()),
+        held_back=int(weight[group < 0].sum()),
     )
 
 
