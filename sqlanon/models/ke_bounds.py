@@ -101,3 +101,65 @@ def _ascending(v: np.ndarray, g: np.ndarray) -> dict[str, np.ndarray]:
         "vmin": v[start],
         "vmax": v[end - 1],
     }
+
+
+def bounds_from_counts(
+    values: np.ndarray, counts: np.ndarray, group: np.ndarray
+) -> dict[str, np.ndarray]:
+    """``bounds_columns`` of the records behind ``counts[i]`` copies of ``values[i]`` in
+    group ``group[i]`` (entries of one (group, value) may repeat), without expanding
+    them: the same rows in the same order. Memory grows with the entries and with the
+    blocks (records / :data:`BLOCK`), not with the records."""
+    g0 = np.asarray(group, dtype=np.int64)
+    c0 = np.asarray(counts, dtype=np.int64)
+    v0 = np.asarray(values)
+    up = _ascending_counts(v0, c0, g0)
+    down = _ascending_counts(-v0, c0, g0)  # descending = ascending of -S
+    for name in ("value", "prior_sum", "total"):
+        down[name] = -down[name]
+    down["vmin"], down["vmax"] = -down["vmax"], -down["vmin"]
+    up["descending"] = np.zeros(len(up["value"]), dtype=bool)
+    down["descending"] = np.ones(len(down["value"]), dtype=bool)
+    return {name: np.concatenate([up[name], down[name]]) for name in COLUMNS}
+
+
+def _ascending_counts(v: np.ndarray, c: np.ndarray, g: np.ndarray) -> dict[str, np.ndarray]:
+    """``_ascending`` on runs: one entry per (group, value) with its count."""
+    order = np.lexsort((v, g))
+    v, c, g = v[order], c[order], g[order]
+    if len(v):  # merge repeated (group, value) entries into one run
+        first = np.r_[True, (g[1:] != g[:-1]) | (v[1:] != v[:-1])]
+        run_at = np.cumsum(first) - 1
+        c = np.bincount(run_at, weights=c, minlength=int(run_at[-1]) + 1).astype(np.int64)
+        v, g = v[first], g[first]
+    runs = len(v)
+    if runs == 0:
+        return {name: np.zeros(0, dtype=v.dtype) for name in COLUMNS if name != "descending"}
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    group_start = np.flatnonzero(new_group)
+    group_end = np.r_[group_start[1:], runs]
+    group_of = np.cumsum(new_group) - 1
+    records_before = np.r_[0, np.cumsum(c)]  # records before each run, over all groups
+    lo = records_before[:-1] - records_before[group_start[group_of]] + 1
+    hi = lo + c - 1
+    weighted = v * c.astype(v.dtype)
+    prefix = np.r_[np.zeros(1, dtype=v.dtype), np.cumsum(weighted)]
+    prior = prefix[:-1] - prefix[group_start[group_of]]
+    total = prefix[group_end] - prefix[group_start]
+    first_block, last_block = (lo - 1) // BLOCK, (hi - 1) // BLOCK
+    rows_per_run = last_block - first_block + 1
+    run = np.repeat(np.arange(runs), rows_per_run)
+    offset = np.arange(run.size) - np.repeat(np.cumsum(rows_per_run) - rows_per_run, rows_per_run)
+    grp = group_of[run]
+    return {
+        "group_id": g[run],
+        "block": first_block[run] + offset,
+        "lo_rank": lo[run],
+        "hi_rank": hi[run],
+        "value": v[run],
+        "prior_sum": prior[run],
+        "n": (records_before[group_end] - records_before[group_start])[grp],
+        "total": total[grp],
+        "vmin": v[group_start][grp],
+        "vmax": v[group_end - 1][grp],
+    }
