@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, live, sqltext
+from sqlanon import catalog, domain, live, release_engine, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import (
     AmbiguousNameError,
@@ -501,6 +501,16 @@ def release_ke(
         version = 1 if last is None else last.version + 1
         table = _check_target(session, family, version)
         source_rows = _profile_source(session, src, key, sensitive)
+        applied = release_engine.release_ke(
+            session, src=src, family=family, key=key, sensitive=sensitive, quasi=quasi, k=k,
+            e=e, policy=policy, seed=seed, scope=scope, last=last, version=version,
+            table=table, progress=progress,
+        )  # fmt: skip
+        if applied is not None:
+            return _record_engine_release(
+                session, applied, family, version, table, src, parameters, source_rows, scope,
+                last, k, e,
+            )  # fmt: skip
 
         q = session.quote_ident
         others = [a for a in scope.attributes if a != sensitive]
@@ -642,6 +652,55 @@ def release_ke(
             seq=scope.seq,
         )
         catalog.record_release(session, summary)
+    return _summary(summary)
+
+
+def _record_engine_release(
+    session: Session,
+    applied: release_engine.Applied,
+    family: str,
+    version: int,
+    table: str,
+    src: Source,
+    parameters: dict[str, Any],
+    source_rows: int,
+    scope: DomainScope,
+    last: catalog.Release | None,
+    k: int,
+    e: float,
+) -> dict[str, Any]:
+    """The summary of a release the engine path made: its view, grants and catalog row
+    (or the latest summary, ``unchanged``, when it would publish nothing new)."""
+    if applied.unchanged:
+        assert last is not None
+        return {**_summary(last), "unchanged": True}
+    plan = applied.plan
+    assert plan is not None
+    q = session.quote_ident
+    publish_view(session, family, table)
+    grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
+    summary = catalog.Release(
+        family=family,
+        version=version,
+        table_name=table,
+        model="ke",
+        source=src.label,
+        parameters=parameters,
+        **applied.counts,
+        groups=int(plan.groups),
+        sum_of_errors=float(plan.sum_of_errors),
+        source_rows=source_rows,
+        metrics={
+            "static_optimum": plan.static_optimum,
+            "published_optimum": applied.published_optimum,
+            **applied.changes,
+            "ghosts": 0,
+            "chain_held_back": 0,
+        },
+        domain=scope.name,
+        seq=scope.seq,
+    )
+    catalog.record_release(session, summary)
     return _summary(summary)
 
 

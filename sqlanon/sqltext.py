@@ -16,7 +16,7 @@ from sqlanon.errors import ConfigError
 
 _PACKAGE = Path(__file__).resolve().parent
 _FIELD = re.compile(r"\{([a-z_]+)\}")
-_QUOTED = re.compile(r'^("([^"]|"")+"\.)?"([^"]|"")+"$')
+_QUOTED = re.compile(r'^("([^"]|"")+"\.)?"([^"]|"")+"( AS "([^"]|"")+")?$')
 
 
 def data_dir(kind: str) -> Path:
@@ -53,8 +53,9 @@ def statements(text: str) -> list[str]:
 def render(template: str, **quoted: str) -> str:
     """Fill ``{field}`` slots with already-quoted identifiers (or lists of them).
 
-    Refuses anything that is not a quoted identifier (``"a"`` or ``"s"."t"``) or a
-    comma-separated list of such, so raw text can never reach the SQL.
+    Refuses anything that is not a quoted identifier (``"a"`` or ``"s"."t"``, optionally
+    renamed: ``"s"."t" AS "u"``) or a comma-separated list of such, so raw text can
+    never reach the SQL.
     """
     for field, value in quoted.items():
         if not all(_QUOTED.match(p) for p in _split_list(value)):

@@ -1,0 +1,349 @@
+"""(k,e) releases that never pull rows into Python: plan on counts, apply in the engine.
+
+A release has three stages (issue 13):
+
+1. **Read** (SQL): the source joined with the state of the family's and the domain's
+   last releases, kept in the temporary table ``_sqlanon_read``; Python reads only
+   counts: per (cell of the domain's latest release, value), the number of records
+   (``sql/common/ke_engine_counts.sql``), and a few totals.
+2. **Plan** (pure): :func:`sqlanon.models.ke.plan_in_cells` on those entries, each
+   weighted by its records. An old cell is published whole or left out whole and the
+   new records of one value share their fate, so the plan is a small table: per entry
+   its group and its cell after this release (``_sqlanon_plan``).
+3. **Apply** (SQL): the plan joined to the rows writes the release table, with the
+   within-group shuffle done by a keyed pseudo-random function (:func:`shuffle_key`),
+   the members' state, the kept values; the bounds table comes from the counts.
+
+The planner sees the same multisets as the row path (``release.release_ke``) and
+makes a plan with the same objective (``tests/test_ke_counts.py``); the records a plan
+puts in a group may differ among records of equal value, which nothing published can
+tell apart. Releases this path does not cover yet go the row path: the seeds' ``paper``
+policy, and domains with ghosts, chains, deleted records or changed sensitive values
+(:func:`release_ke` returns None before it writes anything).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sqlanon import catalog, domain, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
+from sqlanon.models import ke, ke_bounds
+from sqlanon.models.cells import Cells, Requirement, failing_cells
+
+#: Temporary tables of one engine release, dropped when it ends either way.
+_TEMP = ("_sqlanon_read", "_sqlanon_plan")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the engine path did: nothing (``unchanged``: the release would publish
+    nothing new), or the release table, bounds, members, kept values and cells written,
+    with what the catalog row records."""
+
+    unchanged: bool
+    plan: ke.KePlan | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    published_optimum: float | None = None
+    changes: dict[str, int] = field(default_factory=dict)
+
+
+def shuffle_key(seed: int | None) -> str:
+    """The secret of a release's shuffle: 128 bits from ``os.urandom``, never stored
+    (a ``seed`` derives it, for reproducible tests).
+
+    Why this shuffle is sound: the release pairs each group's records, ordered by
+    ``SHA-256(secret || key)``'s first 64 bits, with the group's values sorted, and
+    orders rows by the next 64 bits. SHA-256 with a uniformly random 128-bit prefix
+    is a pseudo-random function of the key (the standard assumption behind prefix-keyed
+    SHA-2 and HMAC; length extension only forges longer inputs' hashes, and no hash is
+    ever shown), so the record order within a group is a uniformly random permutation
+    (64-bit ties, about n^2 / 2^65, fall back to key order) and the pairing is a uniform
+    random assignment of the group's multiset to its records, as the row path's
+    ``os.urandom`` shuffle (``ke.permute_within_groups``) makes it. The secret is drawn
+    per release and dropped: nobody, the owner included, can recompute the pairing.
+    """
+    if seed is None:
+        return os.urandom(16).hex()
+    return hashlib.sha256(f"sqlanon shuffle {seed}".encode()).hexdigest()[:32]
+
+
+def _sql(session: Session, name: str, **idents: str) -> str:
+    return sqltext.render(sqltext.load(session.dialect, name), **idents)
+
+
+def _drop_temp(session: Session) -> None:
+    for name in _TEMP:
+        session.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def release_ke(
+    session: Session,
+    *,
+    src: Any,
+    family: str,
+    key: str,
+    sensitive: str,
+    quasi: Sequence[str],
+    k: int,
+    e: float,
+    policy: str,
+    seed: int | None,
+    scope: Any,
+    last: catalog.Release | None,
+    version: int,
+    table: str,
+    progress: Callable[[str, int], None] | None,
+) -> Applied | None:
+    """Write version ``version`` of ``family`` on the engine path, inside the caller's
+    transaction, after the caller's checks (``release.release_ke``), which then records
+    the catalog row; None, having written nothing, when this release needs the row
+    path."""
+    if policy == "paper":
+        return None
+    try:
+        return _release(
+            session, src, family, key, sensitive, quasi, k, e, policy, seed, scope, last,
+            version, table, progress,
+        )  # fmt: skip
+    finally:
+        _drop_temp(session)
+
+
+def _carried(session: Session, columns: Sequence[str]) -> tuple[str, str, dict[str, str]]:
+    """Source columns the apply stage needs, as ``{columns}`` of the read (aliased
+    c0, c1, ... so no source name can clash with the read's own), the ``{carried}``
+    list of the engine read, and each column's alias."""
+    q = session.quote_ident
+    alias = {c: f"c{i}" for i, c in enumerate(dict.fromkeys(columns))}
+    read = ", ".join(f"{q('src')}.{q(c)} AS {q(a)}" for c, a in alias.items())
+    carried = ", ".join(f"{q('r')}.{q(a)}" for a in alias.values())
+    return read, carried, alias
+
+
+def _release(
+    session: Session,
+    src: Any,
+    family: str,
+    key: str,
+    sensitive: str,
+    quasi: Sequence[str],
+    k: int,
+    e: float,
+    policy: str,
+    seed: int | None,
+    scope: Any,
+    last: catalog.Release | None,
+    version: int,
+    table: str,
+    progress: Callable[[str, int], None] | None,
+) -> Applied | None:
+    q = session.quote_ident
+    if scope.last is not None and _has_history(session, scope):
+        return None
+    columns, carried, alias = _carried(session, [*quasi, sensitive, *scope.attributes])
+    read = _sql(
+        session,
+        "ke_read_source",
+        key=q(key),
+        sensitive=q(sensitive),
+        hashed=", ".join(f"{q('src')}.{q(c)}" for c in [*quasi, sensitive]),
+        **scope.hashes(session, key),
+        columns=columns,
+        source=src.qualified(session),
+    )
+    _drop_temp(session)
+    session.execute(
+        _sql(session, "ke_engine_read", carried=carried) + read + "\n) AS r",
+        scope.read_parameters(family, last),
+    )
+    stats = session.query_dicts(sqltext.load(session.dialect, "ke_engine_stats"))[0]
+    if progress is not None:
+        progress("rows read", int(stats["n"]))
+    if stats["not_finite"]:
+        shown = session.query(
+            "SELECT record_value FROM _sqlanon_read WHERE NOT (s - s = 0) "
+            "ORDER BY record_value LIMIT 10"
+        )
+        raise ConfigError(
+            f"sensitive column {sensitive!r} has {int(stats['not_finite'])} NaN or infinite "
+            f"values (keys {', '.join(str(r[0]) for r in shown)}); fix or filter them"
+        )
+    if stats["value_changed"] or _deleted(
+        session, scope, last, int(stats["n"]) - int(stats["inserted"])
+    ):
+        return None
+
+    counts = session.query_arrays(sqltext.load(session.dialect, "ke_engine_counts"))
+    raw_cell = counts["domain_cell"].astype(np.int64)
+    values = counts["s"].astype(np.float64)
+    weight = counts["records"].astype(np.float64)
+    prior = domain.read_cells(session, scope.last, raw_cell)
+    plan = ke.plan_in_cells(values, prior, sensitive, k, e, policy, weight=weight)
+    cells = prior.then(plan.group, Requirement.ke(sensitive, k, e))
+    _refuse_unsafe(prior, cells, values, sensitive)
+    chosen = plan.group >= 0
+
+    session.load_temp(
+        "_sqlanon_plan",
+        {
+            "domain_cell": raw_cell,
+            "s": values,
+            "group_id": plan.group.astype(np.int64),
+            "cell_id": cells.cell.astype(np.int64),
+        },
+        {
+            "domain_cell": "BIGINT",
+            "s": "DOUBLE PRECISION",
+            "group_id": "INTEGER",
+            "cell_id": "BIGINT",
+        },
+    )
+    changes = {
+        "inserted": int(stats["inserted"]) if last is not None else int(stats["n"]),
+        "deleted": 0,
+        "quasi_changed": int(stats["quasi_changed"]) if last is not None else 0,
+        "value_changed": 0,
+    }
+    if last is not None and not changes["inserted"] and not changes["quasi_changed"]:
+        newly = session.query(sqltext.load(session.dialect, "ke_engine_newly_published"))[0][0]
+        if not newly and not _deleted_before(session, last):
+            return Applied(unchanged=True)
+    if not chosen.any():
+        raise InfeasibleError(
+            f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
+            f"{int(weight[prior.cell >= 0].sum())} were published by earlier releases of "
+            f"domain {scope.name!r} in cells that cannot meet it, and the others cannot form "
+            "a valid group; lower k or e, or release when more rows have arrived"
+        )
+    if progress is not None:
+        progress("groups built", int(plan.groups))
+
+    session.execute(
+        _sql(
+            session,
+            "ke_engine_release",
+            release=q(table),
+            quasi_a=", ".join(f"{q(alias[c])}" for c in quasi),
+            quasi_out=", ".join(f"{q('who')}.{q(alias[c])} AS {q(c)}" for c in quasi),
+            sensitive_a=q(alias[sensitive]),
+            sensitive=q(sensitive),
+        ),
+        [shuffle_key(seed)],
+    )
+    if progress is not None:
+        progress("rows written", int(weight[chosen].sum()))
+    _write_bounds(
+        session, src, sensitive, table, values[chosen], weight[chosen], plan.group[chosen]
+    )
+    session.execute(sqltext.load(session.dialect, "ke_engine_members"), [family, version])
+    for attribute in scope.attributes:
+        session.execute(
+            _sql(session, "ke_engine_keep", column=q(alias[attribute])),
+            [scope.name, attribute, attribute not in scope.before],
+        )
+    domain.write_cells(session, family, version, cells)
+    never = prior.cell < 0
+    return Applied(
+        unchanged=False,
+        plan=plan,
+        counts={
+            "rows_published": int(weight[chosen].sum()),
+            "held_back": int(weight[~chosen & never].sum()),
+            "suppressed": int(weight[~chosen & ~never].sum()),
+        },
+        published_optimum=ke.static_optimum(values[chosen], k, e),
+        changes=changes,
+    )
+
+
+def _refuse_unsafe(before: Cells, after: Cells, values: np.ndarray, sensitive: str) -> None:
+    """The last check before anything is written: every cell meets its requirement
+    (on the entries: each distinct (cell, value) once, which is all the check reads)."""
+    failing = failing_cells(before, after, {sensitive: values})
+    if failing.any():
+        raise UnsafeReleaseError(
+            f"internal error: {int(failing.sum())} cells of the planned release break the "
+            "cell rule; nothing was published; please report this with the input"
+        )
+
+
+def _has_history(session: Session, scope: Any) -> bool:
+    """Ghosts or chains in the domain: their releases go the row path."""
+    ghosts = session.query(
+        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 AND ghost",
+        [scope.last.family, scope.last.version],
+    )[0][0]
+    links = session.query("SELECT count(*) FROM sqlanon.links WHERE domain = $1", [scope.name])
+    return bool(ghosts) or bool(links[0][0])
+
+
+def _deleted(session: Session, scope: Any, last: catalog.Release | None, known: int) -> bool:
+    """Whether a record of the domain's latest release is gone from the source (the row
+    path makes ghosts of them), or one of the family's last version already is."""
+    if scope.last is None:
+        return False
+    if last is not None and _deleted_before(session, last):
+        return True
+    own = last is not None and last.family == scope.last.family
+    kept = session.query(
+        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 "
+        "AND NOT coalesce(ghost, false)",
+        [scope.last.family, scope.last.version],
+    )[0][0]
+    if own:
+        return known != int(kept)
+    seen = session.query("SELECT count(*) FROM _sqlanon_read WHERE domain_cell >= 0 OR known")[0][0]
+    return int(seen) < int(kept) if kept else False
+
+
+def _deleted_before(session: Session, last: catalog.Release) -> bool:
+    alive = session.query(
+        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 "
+        "AND NOT coalesce(ghost, false)",
+        [last.family, last.version],
+    )[0][0]
+    return last.source_rows > int(alive)
+
+
+def _write_bounds(
+    session: Session,
+    src: Any,
+    sensitive: str,
+    table: str,
+    values: np.ndarray,
+    counts: np.ndarray,
+    group: np.ndarray,
+) -> None:
+    """The bounds table from the published (value, count, group) entries: in numpy for
+    integers whose sums are exact in float64, else in SQL from the release table in the
+    column's own arithmetic (``release._write_bounds``'s rule)."""
+    from sqlanon.release import _INTEGER, _write_bounds_sql
+
+    q = session.quote_ident
+    bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
+    sensitive_type = src.columns[sensitive]
+    total = float((np.abs(values) * counts).sum())
+    if not (_INTEGER.search(sensitive_type.lower()) and total < 2.0**53):
+        if _INTEGER.search(sensitive_type.lower()) and total >= 2.0**62:
+            raise ConfigError(
+                f"sensitive column {q(sensitive)}: the sum of its absolute values reaches "
+                "2**62, beyond what interval answers compute exactly; store it in coarser "
+                "units (e.g. thousands) or as DECIMAL"
+            )
+        _write_bounds_sql(session, bounds, q(table), q(sensitive))
+        return
+    columns = ke_bounds.bounds_from_counts(values.astype(np.int64), counts, group)
+    types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
+    types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
+    types.update(descending="BOOLEAN", prior_sum="BIGINT", total="BIGINT")
+    session.load_temp("_sqlanon_bounds", columns, types)
+    session.execute(_sql(session, "ke_copy_bounds", bounds=bounds))
+    session.execute("DROP TABLE _sqlanon_bounds")

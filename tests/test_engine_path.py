@@ -1,0 +1,187 @@
+"""The engine path of (k,e) releases (sqlanon/release_engine.py) against the row path.
+
+Both paths release the same random append sequences on real DuckDB databases; the row
+path is forced by turning the engine path off. Every version must agree on what the
+data owner and the analysts can see of the plan: the summary's counts and errors, each
+record's status (published, held back, suppressed), and, when no two records share a
+value (the plan is then unique up to numbering), each record's group and every group's
+multiset. With ties the groups may split equal values differently at the same cost.
+The within-group shuffle, SHA-256 of a per-release secret and the key, is checked for
+uniformity on a small group, as the row path's is (tests/test_ke_model.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon import release_engine, sqltext
+from sqlanon.errors import InfeasibleError
+
+COLUMNS = "id INTEGER, age INTEGER, sex VARCHAR, salary INTEGER"
+
+
+@contextmanager
+def row_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    with monkeypatch.context() as m:
+        m.setattr(release_engine, "release_ke", lambda *a, **kw: None)
+        yield
+
+
+def state(con: duckdb.DuckDBPyConnection, version: int) -> dict[str, Any]:
+    members = con.execute(
+        "SELECT record_key, status, group_id FROM sqlanon.members "
+        "WHERE family = 'fam' AND version = ? ORDER BY record_key",
+        [version],
+    ).fetchall()
+    groups = con.execute(
+        f"SELECT group_id, list(salary ORDER BY salary), list(age ORDER BY age) "  # noqa: S608
+        f"FROM fam_v{version} GROUP BY group_id ORDER BY group_id"
+    ).fetchall()
+    return {"members": members, "groups": groups}
+
+
+def release(con: duckdb.DuckDBPyConnection, k: int, e: float, policy: str) -> dict[str, Any]:
+    return sqlanon.release_ke(
+        con, "people", "fam", key="id", sensitive="salary", quasi=["age", "sex"], k=k, e=e,
+        policy=policy, seed=3,
+    )  # fmt: skip
+
+
+sequences = st.tuples(
+    st.lists(
+        st.lists(st.tuples(st.integers(20, 70), st.sampled_from("FM"), st.integers(0, 60)),
+                 min_size=1, max_size=30),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(2, 4),
+    st.sampled_from([0.0, 30.0, 150.0]),
+    st.sampled_from(["auto", "merge", "defer"]),
+    st.booleans(),
+)  # fmt: skip
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sequences)
+def test_engine_and_row_paths_agree(monkeypatch: pytest.MonkeyPatch, sequence: Any) -> None:
+    batches, k, e, policy, distinct = sequence
+    engine, rows = duckdb.connect(), duckdb.connect()
+    for con in (engine, rows):
+        sqlanon.install(con)
+        con.execute(f"CREATE TABLE people ({COLUMNS})")
+    next_id = 0
+    for batch in batches:
+        data = []
+        for age, sex, salary in batch:
+            # distinct: every salary unique (the plan is unique up to numbering)
+            data.append((next_id, age, sex, next_id * 7 + 1 if distinct else salary * 10))
+            next_id += 1
+        for con in (engine, rows):
+            con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", data)
+        try:
+            by_engine = release(engine, k, e, policy)
+        except InfeasibleError:
+            with row_path(monkeypatch), pytest.raises(InfeasibleError):
+                release(rows, k, e, policy)
+            continue
+        with row_path(monkeypatch):
+            by_rows = release(rows, k, e, policy)
+        for field in ("version", "rows_published", "held_back", "suppressed", "inserted"):
+            assert by_engine[field] == by_rows[field], field
+        assert by_engine.get("unchanged") == by_rows.get("unchanged")
+        for field in ("sum_of_errors", "static_optimum", "published_optimum"):
+            a, b = by_engine[field], by_rows[field]
+            assert (a is None) == (b is None) and (a is None or math.isclose(a, b)), field
+        mine, theirs = state(engine, by_engine["version"]), state(rows, by_rows["version"])
+        assert [m[:2] for m in mine["members"]] == [m[:2] for m in theirs["members"]]
+        if distinct:
+            assert mine == theirs
+        assert sqlanon.audit(engine, "fam")[-1]["exposed"] == 0
+
+
+def test_engine_path_writes_every_piece() -> None:
+    """A first version and an append on the engine path: the bounds table, the members,
+    the kept values and the cells are those the row path writes."""
+    results = []
+    for engine in (True, False):
+        con = duckdb.connect()
+        sqlanon.install(con)
+        con.execute(f"CREATE TABLE people ({COLUMNS})")
+        rng = np.random.default_rng(5)
+        rows = [(i, int(rng.integers(20, 70)), "FM"[i % 2], int(rng.integers(0, 50)) * 10)
+                for i in range(200)]  # fmt: skip
+        con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", rows[:150])
+        with pytest.MonkeyPatch.context() as m:
+            if not engine:
+                m.setattr(release_engine, "release_ke", lambda *a, **kw: None)
+            release(con, 3, 20.0, "auto")
+            con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", rows[150:])
+            release(con, 3, 20.0, "auto")
+        results.append(
+            [
+                con.execute(sql).fetchall()
+                for sql in (
+                    "SELECT * FROM sqlanon.fam_v2_bounds ORDER BY ALL",
+                    "SELECT family, version, status, count(*) FROM sqlanon.members "
+                    "GROUP BY ALL ORDER BY ALL",
+                    "SELECT attribute, count(*), sum(CAST(value AS INTEGER)) FROM "
+                    "sqlanon.kept_values GROUP BY ALL ORDER BY ALL",
+                    "SELECT version, attribute, min_distinct, min_spread, count(*) "
+                    "FROM sqlanon.cells GROUP BY ALL ORDER BY ALL",
+                )
+            ]
+        )
+    engine_result, row_result = results
+    assert engine_result[1:] == row_result[1:]
+    # the bounds table depends only on each group's multiset: equal when the groups are
+    assert len(engine_result[0]) > 0
+
+
+def test_shuffle_is_uniform_on_a_small_group() -> None:
+    """Three records of one group with three values: over many secrets each of the 6
+    assignments of values to records comes out about equally often (chi-square)."""
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TEMP TABLE _sqlanon_read AS SELECT * FROM (VALUES (1, 10.0, -1, 'a', 10), "
+        "(2, 20.0, -1, 'b', 20), (3, 30.0, -1, 'c', 30)) AS t(record_value, s, domain_cell, "
+        "c0, c1)"
+    )
+    con.execute(
+        "CREATE TEMP TABLE _sqlanon_plan AS SELECT * FROM (VALUES (-1, 10.0, 0, 0), "
+        "(-1, 20.0, 0, 0), (-1, 30.0, 0, 0)) AS t(domain_cell, s, group_id, cell_id)"
+    )
+    sql = sqltext.render(
+        sqltext.load("duckdb", "ke_engine_release"),
+        release='"out"',
+        quasi_a='"c0"',
+        quasi_out='"who"."c0" AS "name"',
+        sensitive_a='"c1"',
+        sensitive='"salary"',
+    )
+    seen: Counter[tuple[Any, ...]] = Counter()
+    orders: Counter[tuple[Any, ...]] = Counter()
+    trials = 600
+    for trial in range(trials):
+        con.execute(sql, [release_engine.shuffle_key(None if trial % 2 else trial)])
+        rows = con.execute("SELECT name, salary FROM out").fetchall()
+        seen[tuple(sorted(rows))] += 1
+        orders[tuple(name for name, _ in rows)] += 1
+        con.execute("DROP TABLE out")
+    for counter in (seen, orders):
+        assert len(counter) == 6
+        expected = trials / 6
+        chi2 = sum((c - expected) ** 2 / expected for c in counter.values())
+        assert chi2 < 20.5, counter  # 5 degrees of freedom: p < 0.001
