@@ -1,27 +1,32 @@
--- The release table, from the plan (_sqlanon_plan: per (cell, value) entry its group and
--- its cell after this release) joined to the rows. Within each group the records, in
--- the order of a keyed pseudo-random function of their key, are paired with the
--- group's values sorted: a uniformly random assignment of the group's multiset to its
--- records. Rows come in the order of a second, independent output of that function.
--- (PostgreSQL's twin of sql/duckdb/ke_engine_release.sql.) The function is SHA-256 of the per-release secret $1 (never stored; why it is sound:
--- sqlanon/release_engine.py, shuffle_key) and the key, in hex: its first 64 bits pair,
--- the next 64 bits order.
+-- The release table (PostgreSQL's twin of sql/duckdb/ke_engine_release.sql, which says
+-- why this shuffle is sound): h is the first 64 bits of SHA-256 of the per-release
+-- secret $1 and the key; within a group the record of rank i by h gets the group's i-th
+-- smallest value (each run of equal values expanded to its ranks: PostgreSQL has no
+-- ASOF join); rows come in the order of h.
 CREATE TABLE {release} AS
 WITH assigned AS (
-    SELECT r.*, p.group_id, encode(sha256(convert_to($1 || CAST(r.record_value AS text), 'UTF8')), 'hex') AS h
+    SELECT r.*, p.group_id,
+           ('x' || substr(encode(sha256(convert_to($1 || CAST(r.record_value AS text), 'UTF8')),
+                                 'hex'), 1, 16))::bit(64)::bigint AS h
     FROM _sqlanon_read AS r
     JOIN _sqlanon_plan AS p ON p.domain_cell = r.domain_cell AND p.s = r.s
     WHERE p.group_id >= 0
-), who AS (
-    SELECT {quasi_a}, group_id, substr(h, 17, 16) AS out_order,
-           row_number() OVER (PARTITION BY group_id ORDER BY substr(h, 1, 16), record_value) AS i
+), runs AS (
+    SELECT group_id, {sensitive_a} AS v, count(*) AS c
     FROM assigned
-), what AS (
-    SELECT {sensitive_a} AS v, group_id,
-           row_number() OVER (PARTITION BY group_id ORDER BY {sensitive_a}) AS i
+    GROUP BY group_id, {sensitive_a}
+), ranks AS (
+    SELECT group_id, v, generate_series(lo, lo + c - 1) AS i
+    FROM (SELECT group_id, v, c,
+                 sum(c) OVER (PARTITION BY group_id ORDER BY v
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1 AS lo
+          FROM runs) AS x
+), who AS (
+    SELECT {quasi_a}, group_id, h,
+           row_number() OVER (PARTITION BY group_id ORDER BY h, record_value) AS i
     FROM assigned
 )
-SELECT {quasi_out}, who.group_id, what.v AS {sensitive}
+SELECT {quasi_out}, who.group_id, ranks.v AS {sensitive}
 FROM who
-JOIN what ON what.group_id = who.group_id AND what.i = who.i
-ORDER BY who.out_order
+JOIN ranks ON ranks.group_id = who.group_id AND ranks.i = who.i
+ORDER BY who.h, who.group_id, who.i
