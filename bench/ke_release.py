@@ -121,11 +121,18 @@ def vm_hwm_kib() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
+def connect(db: str) -> duckdb.DuckDBPyConnection:
+    """The file, with DuckDB's memory limit from $SQLANON_BENCH_MEMORY (e.g. 8GB) when
+    set: sorts, joins and temporary tables beyond it spill to disk."""
+    limit = os.environ.get("SQLANON_BENCH_MEMORY")
+    return duckdb.connect(db, config={"memory_limit": limit} if limit else {})
+
+
 def child(mode: str, db: str, family: str) -> dict[str, Any]:
     """One measurement in this (fresh) process; prints JSON for the parent."""
     if mode == "profile":
         return {"mode": mode, "text": profile_release(db, family), "vm_hwm_kib": vm_hwm_kib()}
-    con = duckdb.connect(db)
+    con = connect(db)
     try:
         out: dict[str, Any] = {"mode": mode}
         if mode == "baseline":
@@ -288,7 +295,7 @@ def profile_release(db: str, family: str) -> str:
     """One release under cProfile and a :class:`TimedSession` (run in a fresh child)."""
     from sqlanon import release
 
-    con = duckdb.connect(db)
+    con = connect(db)
     session = TimedSession(con)
     profiler = cProfile.Profile()
     start = time.perf_counter()
@@ -339,12 +346,15 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--profile", type=int, metavar="N", help="profile one release pair")
     parser.add_argument("--no-report", action="store_true", help="print, do not write")
+    parser.add_argument("--memory", help="DuckDB memory_limit of every child, e.g. 8GB")
     parser.add_argument(
         "--child", choices=["baseline", "sort", "release", "profile"], help=argparse.SUPPRESS
     )
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--family", default="fam", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory:
+        os.environ["SQLANON_BENCH_MEMORY"] = args.memory
     if args.child:
         print(json.dumps(child(args.child, args.db, args.family), default=float))
         return

@@ -154,6 +154,47 @@ def apply_changes(
     )
 
 
+def apply_counted_changes(
+    session: Session,
+    domain: str,
+    domain_last: catalog.Release | None,
+    family_last: catalog.Release | None,
+    src: Source,
+    key: str,
+    *,
+    inserted: int,
+    known: int,
+    quasi_changed: int,
+    celled: int,
+) -> Changes:
+    """:func:`apply_changes` for a release that reads counts, not rows
+    (``release_engine``), when no constrained value changed: ``inserted`` source rows
+    new to the family, ``known`` ones its last version knew, ``quasi_changed`` known
+    ones whose published columns changed, ``celled`` ones with a cell in the domain."""
+    if domain_last is None:
+        return Changes(inserted=inserted)
+    before = 0 if family_last is None else _gone_before(session, family_last)
+    ghosts_before = 0 if family_last is None else _family_ghosts(session, family_last)
+    sources = {r.source for r in catalog.domain_releases(session, domain)}
+    if sources != {src.label}:
+        domains.refuse_missing(session, src, key, domain_last, celled)
+        return Changes(
+            inserted=inserted,
+            deleted_before=before,
+            quasi_changed=quasi_changed,
+            ghosts_before=ghosts_before,
+        )
+    deleted, dropped = apply_deletes(session, domain, domain_last, src, key, (), family_last, known)
+    return Changes(
+        inserted=inserted,
+        deleted=deleted,
+        dropped=dropped,
+        deleted_before=before,
+        quasi_changed=quasi_changed,
+        ghosts_before=ghosts_before,
+    )
+
+
 def apply_deletes(
     session: Session,
     domain: str,

@@ -694,7 +694,7 @@ def _record_engine_release(
             "static_optimum": plan.static_optimum,
             "published_optimum": applied.published_optimum,
             **applied.changes,
-            "ghosts": 0,
+            "ghosts": applied.ghosts,
             "chain_held_back": 0,
         },
         domain=scope.name,

@@ -32,14 +32,21 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, sqltext
+from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke, ke_bounds
 from sqlanon.models.cells import Cells, Requirement, failing_cells
 
 #: Temporary tables of one engine release, dropped when it ends either way.
-_TEMP = ("_sqlanon_read", "_sqlanon_plan")
+_TEMP = (
+    "_sqlanon_read",
+    "_sqlanon_plan",
+    "_sqlanon_ghost_ids",
+    "_sqlanon_ghost_read",
+    "_sqlanon_ghost_members",
+    "_sqlanon_ghost_values",
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,7 @@ class Applied:
     counts: dict[str, int] = field(default_factory=dict)
     published_optimum: float | None = None
     changes: dict[str, int] = field(default_factory=dict)
+    ghosts: int = 0  # ghost rows the release table shows
 
 
 def shuffle_key(seed: int | None) -> str:
@@ -146,8 +154,6 @@ def _release(
     progress: Callable[[str, int], None] | None,
 ) -> Applied | None:
     q = session.quote_ident
-    if scope.last is not None and _has_history(session, scope):
-        return None
     columns, carried, alias = _carried(session, [*quasi, sensitive, *scope.attributes])
     read = _sql(
         session,
@@ -176,12 +182,24 @@ def _release(
             f"sensitive column {sensitive!r} has {int(stats['not_finite'])} NaN or infinite "
             f"values (keys {', '.join(str(r[0]) for r in shown)}); fix or filter them"
         )
-    if stats["value_changed"] or _deleted(
-        session, scope, last, int(stats["n"]) - int(stats["inserted"])
-    ):
+    if stats["value_changed"] or _has_chains(session, scope):
         return None
+    n = int(stats["n"])
+    inserted = int(stats["inserted"]) if last is not None else n
+    changes = live.apply_counted_changes(
+        session, scope.name, scope.last, last, src, key, inserted=inserted,
+        known=n - inserted, quasi_changed=int(stats["quasi_changed"]) if last else 0,
+        celled=int(stats["celled"]),
+    )  # fmt: skip
+    ghosts = live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes)
+    if ghosts.count:
+        _read_ghosts(session, ghosts, alias[sensitive], sensitive)
 
-    counts = session.query_arrays(sqltext.load(session.dialect, "ke_engine_counts"))
+    counts = session.query_arrays(
+        sqltext.load(
+            session.dialect, "ke_engine_counts_ghosts" if ghosts.count else "ke_engine_counts"
+        )
+    )
     raw_cell = counts["domain_cell"].astype(np.int64)
     values = counts["s"].astype(np.float64)
     weight = counts["records"].astype(np.float64)
@@ -206,17 +224,22 @@ def _release(
             "cell_id": "BIGINT",
         },
     )
-    changes = {
-        "inserted": int(stats["inserted"]) if last is not None else int(stats["n"]),
-        "deleted": 0,
-        "quasi_changed": int(stats["quasi_changed"]) if last is not None else 0,
-        "value_changed": 0,
-    }
-    if last is not None and not changes["inserted"] and not changes["quasi_changed"]:
+    ghost_rows = 0
+    if ghosts.count:
+        session.execute(sqltext.load(session.dialect, "ke_engine_ghost_members"))
+        ghost_rows = int(
+            session.query("SELECT count(*) FROM _sqlanon_ghost_members WHERE group_id >= 0")[0][0]
+        )
+    if last is not None and not changes.any and ghosts.count == changes.ghosts_before:
         newly = session.query(sqltext.load(session.dialect, "ke_engine_newly_published"))[0][0]
-        if not newly and not _deleted_before(session, last):
+        if ghosts.count:
+            newly += session.query(
+                "SELECT count(*) FROM _sqlanon_ghost_read AS g JOIN _sqlanon_ghost_members AS m "
+                "ON m.record_key = g.record_key WHERE m.group_id >= 0 AND NOT g.published_before"
+            )[0][0]
+        if not newly:
             return Applied(unchanged=True)
-    if not chosen.any():
+    if not chosen.any() or ghost_rows == int(weight[chosen].sum()):
         raise InfeasibleError(
             f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
             f"{int(weight[prior.cell >= 0].sum())} were published by earlier releases of "
@@ -229,9 +252,11 @@ def _release(
     session.execute(
         _sql(
             session,
-            "ke_engine_release",
+            "ke_engine_release_ghosts" if ghosts.count else "ke_engine_release",
             release=q(table),
             quasi_a=", ".join(f"{q(alias[c])}" for c in quasi),
+            quasi_r=", ".join(f"{q('r')}.{q(alias[c])}" for c in quasi),
+            quasi_n=", ".join(f"{q('n')}.{q(alias[c])}" for c in quasi),
             quasi_out=", ".join(f"{q('who')}.{q(alias[c])} AS {q(c)}" for c in quasi),
             sensitive_a=q(alias[sensitive]),
             sensitive=q(sensitive),
@@ -239,11 +264,13 @@ def _release(
         [shuffle_key(seed)],
     )
     if progress is not None:
-        progress("rows written", int(weight[chosen].sum()))
+        progress("rows written", int(weight[chosen].sum()) - ghost_rows)
     _write_bounds(
         session, src, sensitive, table, values[chosen], weight[chosen], plan.group[chosen]
     )
     session.execute(sqltext.load(session.dialect, "ke_engine_members"), [family, version])
+    if ghosts.count:
+        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
     for attribute in scope.attributes:
         session.execute(
             _sql(session, "ke_engine_keep", column=q(alias[attribute])),
@@ -255,12 +282,13 @@ def _release(
         unchanged=False,
         plan=plan,
         counts={
-            "rows_published": int(weight[chosen].sum()),
+            "rows_published": int(weight[chosen].sum()) - ghost_rows,
             "held_back": int(weight[~chosen & never].sum()),
             "suppressed": int(weight[~chosen & ~never].sum()),
         },
         published_optimum=ke.static_optimum(values[chosen], k, e),
-        changes=changes,
+        changes=changes.as_metrics(),
+        ghosts=ghost_rows,
     )
 
 
@@ -275,42 +303,31 @@ def _refuse_unsafe(before: Cells, after: Cells, values: np.ndarray, sensitive: s
         )
 
 
-def _has_history(session: Session, scope: Any) -> bool:
-    """Ghosts or chains in the domain: their releases go the row path."""
-    ghosts = session.query(
-        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 AND ghost",
-        [scope.last.family, scope.last.version],
-    )[0][0]
-    links = session.query("SELECT count(*) FROM sqlanon.links WHERE domain = $1", [scope.name])
-    return bool(ghosts) or bool(links[0][0])
-
-
-def _deleted(session: Session, scope: Any, last: catalog.Release | None, known: int) -> bool:
-    """Whether a record of the domain's latest release is gone from the source (the row
-    path makes ghosts of them), or one of the family's last version already is."""
+def _has_chains(session: Session, scope: Any) -> bool:
+    """Chains of changed values in the domain: their releases go the row path (the
+    chain rule reads every incarnation's values)."""
     if scope.last is None:
         return False
-    if last is not None and _deleted_before(session, last):
-        return True
-    own = last is not None and last.family == scope.last.family
-    kept = session.query(
-        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 "
-        "AND NOT coalesce(ghost, false)",
-        [scope.last.family, scope.last.version],
-    )[0][0]
-    if own:
-        return known != int(kept)
-    seen = session.query("SELECT count(*) FROM _sqlanon_read WHERE domain_cell >= 0 OR known")[0][0]
-    return int(seen) < int(kept) if kept else False
+    links = session.query("SELECT count(*) FROM sqlanon.links WHERE domain = $1", [scope.name])
+    return bool(links[0][0])
 
 
-def _deleted_before(session: Session, last: catalog.Release) -> bool:
-    alive = session.query(
-        "SELECT count(*) FROM sqlanon.members WHERE family = $1 AND version = $2 "
-        "AND NOT coalesce(ghost, false)",
-        [last.family, last.version],
-    )[0][0]
-    return last.source_rows > int(alive)
+def _read_ghosts(session: Session, ghosts: live.Ghosts, alias: str, sensitive: str) -> None:
+    """The domain's ghosts as rows beside ``_sqlanon_read``: ``_sqlanon_ghost_read``
+    (id, cell, published before, value as the planner and in the column's own type),
+    from the kept values :func:`live.read_ghosts` left in ``_sqlanon_ghost_values``."""
+    session.load_temp(
+        "_sqlanon_ghost_ids",
+        {
+            "record_key": ghosts.ids,
+            "domain_cell": ghosts.cell.astype(np.int64),
+            "published_before": ghosts.published_before.astype(bool),
+        },
+        {"record_key": "VARCHAR", "domain_cell": "BIGINT", "published_before": "BOOLEAN"},
+    )
+    q = session.quote_ident
+    session.execute(_sql(session, "ke_engine_ghost_read", alias=q(alias), sensitive=q(sensitive)))
+    session.execute("DROP TABLE _sqlanon_ghost_ids")
 
 
 def _write_bounds(
