@@ -166,11 +166,14 @@ def apply_counted_changes(
     known: int,
     quasi_changed: int,
     celled: int,
+    changed_keys: Sequence[str] = (),
 ) -> Changes:
     """:func:`apply_changes` for a release that reads counts, not rows
     (``release_engine``), when no constrained value changed: ``inserted`` source rows
     new to the family, ``known`` ones its last version knew, ``quasi_changed`` known
-    ones whose published columns changed, ``celled`` ones with a cell in the domain."""
+    ones whose published columns changed, ``celled`` ones with a cell in the domain,
+    ``changed_keys`` those whose constrained value changed (each a ghost, linked to its
+    key)."""
     if domain_last is None:
         return Changes(inserted=inserted)
     before = 0 if family_last is None else _gone_before(session, family_last)
@@ -178,19 +181,28 @@ def apply_counted_changes(
     sources = {r.source for r in catalog.domain_releases(session, domain)}
     if sources != {src.label}:
         domains.refuse_missing(session, src, key, domain_last, celled)
+        domains.refuse_changed(
+            np.array(changed_keys, dtype=object),
+            np.ones(len(changed_keys), dtype=bool),
+            f"domain {domain!r}",
+            "a sensitive value its releases constrain",
+        )
         return Changes(
             inserted=inserted,
             deleted_before=before,
             quasi_changed=quasi_changed,
             ghosts_before=ghosts_before,
         )
-    deleted, dropped = apply_deletes(session, domain, domain_last, src, key, (), family_last, known)
+    deleted, dropped = apply_deletes(
+        session, domain, domain_last, src, key, changed_keys, family_last, known
+    )
     return Changes(
         inserted=inserted,
         deleted=deleted,
         dropped=dropped,
         deleted_before=before,
         quasi_changed=quasi_changed,
+        value_changed=len(changed_keys),
         ghosts_before=ghosts_before,
     )
 

@@ -30,7 +30,7 @@ from sqlanon.errors import (
 )
 from sqlanon.models import ke, ke_bounds
 from sqlanon.models.cells import Cells, Requirement, failing_cells
-from sqlanon.models.chain import chain_check
+from sqlanon.release_plan import plan_live
 
 KE_POLICIES = ("auto", "merge", "defer", "paper")
 _NUMERIC = re.compile(
@@ -695,7 +695,7 @@ def _record_engine_release(
             "published_optimum": applied.published_optimum,
             **applied.changes,
             "ghosts": applied.ghosts,
-            "chain_held_back": 0,
+            "chain_held_back": applied.chain_held,
         },
         domain=scope.name,
         seq=scope.seq,
@@ -834,61 +834,6 @@ def _write_ke(
         values[by_group],
         group[by_group],
     )
-
-
-def plan_live(
-    planned: Callable[[np.ndarray], tuple[np.ndarray, Any]],
-    prior: Cells,
-    requirement: Requirement,
-    values: dict[str, np.ndarray],
-    chains: Sequence[tuple[int, ...]],
-) -> tuple[np.ndarray, Any, Cells, int]:
-    """Plan a release under the cell rule and the chain rule (MODELS.md, "Changing
-    tables"). ``planned(keep)`` plans the records ``keep`` and returns every record's
-    group (-1: absent) and the model's plan. A new incarnation of a changed record whose
-    chain (or a cell its chain touches) would break the chain rule is held back and the
-    release planned again without it, until nothing breaks; when no new incarnation is
-    involved (a split of old cells broke it), those old cells are left out whole.
-    Returns the group, the plan, the cells after, and how many records were left out
-    so."""
-    keep = np.ones(prior.cell.size, dtype=bool)
-    while True:
-        group, plan = planned(keep)
-        cells = prior.then(group, requirement)
-        published = [tuple(i for i in c if cells.cell[i] >= 0) for c in chains]
-        published = [c for c in published if len(c) >= 2]
-        if not published:
-            return group, plan, cells, int((~keep).sum())
-        attributes = [a for a in cells.attributes if a in values]
-        check = chain_check(
-            cells, values, [live.chain_links(c, values, attributes) for c in published]
-        )
-        new = (prior.cell < 0) & (group >= 0)
-        failing_cells = set(np.flatnonzero(check.failing_cells).tolist())
-        failing = [
-            chain
-            for chain, bad in zip(published, check.failing_chains.tolist(), strict=True)
-            if bad or failing_cells & {int(cells.cell[i]) for i in chain}
-        ]
-        if not failing and not failing_cells:
-            return group, plan, cells, int((~keep).sum())
-        hold = {i for chain in failing for i in chain if new[i]}
-        if not hold:
-            # Only old cells are involved (an lHD release split one so that its
-            # never-changed members fall short): leave those old cells out whole, which
-            # keeps them as the last release left them, when they met the rule.
-            touched = np.isin(cells.cell, list(failing_cells))
-            for chain in failing:
-                touched[list(chain)] = True
-            old = np.unique(prior.cell[touched & (prior.cell >= 0)])
-            hold = set(np.flatnonzero(np.isin(prior.cell, old) & keep).tolist())
-        if not hold:
-            raise UnsafeReleaseError(
-                f"{len(failing)} chains of changed records and {len(failing_cells)} cells "
-                "break the chain rule and leaving records out cannot mend them; nothing was "
-                "published; please report this"
-            )
-        keep[list(hold)] = False
 
 
 def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> tuple[int, float]:

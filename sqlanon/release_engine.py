@@ -37,6 +37,7 @@ from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke, ke_bounds
 from sqlanon.models.cells import Cells, Requirement, failing_cells
+from sqlanon.release_plan import plan_live
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
@@ -61,6 +62,7 @@ class Applied:
     published_optimum: float | None = None
     changes: dict[str, int] = field(default_factory=dict)
     ghosts: int = 0  # ghost rows the release table shows
+    chain_held: int = 0  # records the chain rule left out
 
 
 def shuffle_key(seed: int | None) -> str:
@@ -182,56 +184,94 @@ def _release(
             f"sensitive column {sensitive!r} has {int(stats['not_finite'])} NaN or infinite "
             f"values (keys {', '.join(str(r[0]) for r in shown)}); fix or filter them"
         )
-    if stats["value_changed"] or _has_chains(session, scope):
+    others = [a for a in scope.attributes if a != sensitive]
+    if (stats["value_changed"] or _linked(session, scope)) and set(others) & set(quasi):
+        # A quasi-identifier that another release of the domain constrains, with chains:
+        # the ghost rows would need it both NULL and kept. The row path handles it.
         return None
     n = int(stats["n"])
     inserted = int(stats["inserted"]) if last is not None else n
+    changed_keys = []
+    if stats["value_changed"]:
+        changed_keys = [
+            str(r[0])
+            for r in session.query(sqltext.load(session.dialect, "ke_engine_changed_keys"))
+        ]
     changes = live.apply_counted_changes(
         session, scope.name, scope.last, last, src, key, inserted=inserted,
         known=n - inserted, quasi_changed=int(stats["quasi_changed"]) if last else 0,
-        celled=int(stats["celled"]),
+        celled=int(stats["celled"]), changed_keys=changed_keys,
     )  # fmt: skip
+    if changed_keys:  # the new incarnation of a changed record starts afresh
+        session.execute(sqltext.load(session.dialect, "ke_engine_changed_afresh"))
+    linked = _linked(session, scope)
+    # With chains, the chain rule reads every attribute's values and each incarnation:
+    # records are interchangeable only with the same values of every constrained
+    # attribute, and an incarnation is an entry of its own (chain_key: its id).
+    entry = ["domain_cell", "s", *([alias[a] for a in others] + ["chain_key"] if linked else [])]
+    if linked:
+        session.execute("ALTER TABLE _sqlanon_read ADD COLUMN chain_key VARCHAR DEFAULT ''")
+        session.execute(sqltext.load(session.dialect, "ke_engine_chain_keys"), [scope.name])
     ghosts = live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes)
     if ghosts.count:
-        _read_ghosts(session, ghosts, alias[sensitive], sensitive)
-
+        _read_ghosts(
+            session, ghosts, {a: alias[a] for a in [sensitive, *others]}, sensitive, linked
+        )
     counts = session.query_arrays(
-        sqltext.load(
-            session.dialect, "ke_engine_counts_ghosts" if ghosts.count else "ke_engine_counts"
+        _sql(
+            session,
+            "ke_engine_counts_ghosts" if ghosts.count else "ke_engine_counts",
+            entry=", ".join(q(c) for c in entry),
         )
     )
     raw_cell = counts["domain_cell"].astype(np.int64)
     values = counts["s"].astype(np.float64)
     weight = counts["records"].astype(np.float64)
     prior = domain.read_cells(session, scope.last, raw_cell)
-    plan = ke.plan_in_cells(values, prior, sensitive, k, e, policy, weight=weight)
-    cells = prior.then(plan.group, Requirement.ke(sensitive, k, e))
-    _refuse_unsafe(prior, cells, values, sensitive)
-    chosen = plan.group >= 0
 
+    def planned(keep: np.ndarray) -> tuple[np.ndarray, ke.KePlan]:
+        idx = np.flatnonzero(keep)
+        p = ke.plan_in_cells(
+            values[idx], prior.select(idx), sensitive, k, e, policy, weight=weight[idx]
+        )
+        group = np.full(values.size, -1, dtype=np.int64)
+        group[idx] = p.group
+        return group, p
+
+    chains = live.chains(session, scope.name, counts["chain_key"]) if linked else []
+    group, plan, cells, chain_held = plan_live(
+        planned,
+        prior,
+        Requirement.ke(sensitive, k, e),
+        {sensitive: values, **{a: counts[alias[a]] for a in others if linked}},
+        chains,
+        weight,
+    )
+    _refuse_unsafe(prior, cells, values, sensitive)
+    chosen = group >= 0
+
+    plan_columns: dict[str, np.ndarray] = {c: counts[c] for c in entry}
+    plan_types = {"domain_cell": "BIGINT", "s": "DOUBLE PRECISION", "chain_key": "VARCHAR"}
+    plan_types.update({alias[a]: src.columns[a] for a in others})
     session.load_temp(
         "_sqlanon_plan",
-        {
-            "domain_cell": raw_cell,
-            "s": values,
-            "group_id": plan.group.astype(np.int64),
-            "cell_id": cells.cell.astype(np.int64),
-        },
-        {
-            "domain_cell": "BIGINT",
-            "s": "DOUBLE PRECISION",
-            "group_id": "INTEGER",
-            "cell_id": "BIGINT",
-        },
+        {**plan_columns, "group_id": group, "cell_id": cells.cell.astype(np.int64)},
+        {**{c: plan_types[c] for c in entry}, "group_id": "INTEGER", "cell_id": "BIGINT"},
     )
+    matches = {
+        f"plan_match{suffix}": sqltext.match(
+            q("p"), q(side), [q(c) for c in entry], null_safe=bool(linked)
+        )
+        for suffix, side in (("", "r"), ("_g", "g"))
+    }
     ghost_rows = 0
     if ghosts.count:
-        session.execute(sqltext.load(session.dialect, "ke_engine_ghost_members"))
+        session.execute(_sql(session, "ke_engine_ghost_members", **matches))
         ghost_rows = int(
             session.query("SELECT count(*) FROM _sqlanon_ghost_members WHERE group_id >= 0")[0][0]
         )
     if last is not None and not changes.any and ghosts.count == changes.ghosts_before:
-        newly = session.query(sqltext.load(session.dialect, "ke_engine_newly_published"))[0][0]
+        newly = session.query(_sql(session, "ke_engine_newly_published", **matches))[0][0]
         if ghosts.count:
             newly += session.query(
                 "SELECT count(*) FROM _sqlanon_ghost_read AS g JOIN _sqlanon_ghost_members AS m "
@@ -260,20 +300,21 @@ def _release(
             quasi_out=", ".join(f"{q('who')}.{q(alias[c])} AS {q(c)}" for c in quasi),
             sensitive_a=q(alias[sensitive]),
             sensitive=q(sensitive),
+            key_r=", ".join(f"{q('r')}.{q(c)}" for c in entry),
+            key_g=", ".join(f"{q('g')}.{q(c)}" for c in entry),
+            **matches,
         ),
         [shuffle_key(seed)],
     )
     if progress is not None:
         progress("rows written", int(weight[chosen].sum()) - ghost_rows)
-    _write_bounds(
-        session, src, sensitive, table, values[chosen], weight[chosen], plan.group[chosen]
-    )
-    session.execute(sqltext.load(session.dialect, "ke_engine_members"), [family, version])
+    _write_bounds(session, src, sensitive, table, values[chosen], weight[chosen], group[chosen])
+    session.execute(_sql(session, "ke_engine_members", **matches), [family, version])
     if ghosts.count:
         session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
     for attribute in scope.attributes:
         session.execute(
-            _sql(session, "ke_engine_keep", column=q(alias[attribute])),
+            _sql(session, "ke_engine_keep", column=q(alias[attribute]), **matches),
             [scope.name, attribute, attribute not in scope.before],
         )
     domain.write_cells(session, family, version, cells)
@@ -289,6 +330,7 @@ def _release(
         published_optimum=ke.static_optimum(values[chosen], k, e),
         changes=changes.as_metrics(),
         ghosts=ghost_rows,
+        chain_held=chain_held,
     )
 
 
@@ -303,30 +345,46 @@ def _refuse_unsafe(before: Cells, after: Cells, values: np.ndarray, sensitive: s
         )
 
 
-def _has_chains(session: Session, scope: Any) -> bool:
-    """Chains of changed values in the domain: their releases go the row path (the
-    chain rule reads every incarnation's values)."""
+def _linked(session: Session, scope: Any) -> set[str]:
+    """Every incarnation (key or ghost id) of a chain of the domain (changed values)."""
     if scope.last is None:
-        return False
-    links = session.query("SELECT count(*) FROM sqlanon.links WHERE domain = $1", [scope.name])
-    return bool(links[0][0])
+        return set()
+    links = session.query(sqltext.load(session.dialect, "live_links"), [scope.name])
+    return {str(x) for link in links for x in link}
 
 
-def _read_ghosts(session: Session, ghosts: live.Ghosts, alias: str, sensitive: str) -> None:
+def _read_ghosts(
+    session: Session, ghosts: live.Ghosts, alias: dict[str, str], sensitive: str, linked: set[str]
+) -> None:
     """The domain's ghosts as rows beside ``_sqlanon_read``: ``_sqlanon_ghost_read``
-    (id, cell, published before, value as the planner and in the column's own type),
-    from the kept values :func:`live.read_ghosts` left in ``_sqlanon_ghost_values``."""
+    (id, cell, published before, chain key, value as the planner compares it, and each
+    constrained attribute in its column's own type under its alias in the read), from
+    the kept values :func:`live.read_ghosts` left in ``_sqlanon_ghost_values``."""
+    ids = ghosts.ids
     session.load_temp(
         "_sqlanon_ghost_ids",
         {
-            "record_key": ghosts.ids,
+            "record_key": ids,
             "domain_cell": ghosts.cell.astype(np.int64),
             "published_before": ghosts.published_before.astype(bool),
+            "chain_key": np.array([i if str(i) in linked else "" for i in ids], dtype=object),
         },
-        {"record_key": "VARCHAR", "domain_cell": "BIGINT", "published_before": "BOOLEAN"},
+        {
+            "record_key": "VARCHAR",
+            "domain_cell": "BIGINT",
+            "published_before": "BOOLEAN",
+            "chain_key": "VARCHAR",
+        },
     )
     q = session.quote_ident
-    session.execute(_sql(session, "ke_engine_ghost_read", alias=q(alias), sensitive=q(sensitive)))
+    session.execute(
+        _sql(
+            session,
+            "ke_engine_ghost_read",
+            sensitive=q(sensitive),
+            attributes=", ".join(f"{q('v')}.{q(a)} AS {q(x)}" for a, x in alias.items()),
+        )
+    )
     session.execute("DROP TABLE _sqlanon_ghost_ids")
 
 

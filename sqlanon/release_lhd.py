@@ -45,13 +45,13 @@ from sqlanon.release import (
     left_out_counts,
     load_members,
     open_domain,
-    plan_live,
     publish_view,
     random_order,
     resolve_source,
     unchanged,
     write_state,
 )
+from sqlanon.release_plan import plan_live
 
 # Names the read and write SQL use for their own columns.
 _INTERNAL = {

@@ -50,14 +50,35 @@ def statements(text: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip().strip(";")]
 
 
+class Match(str):
+    """A join condition built here from quoted identifiers only (:func:`match`), so
+    :func:`render` may place it where an identifier list would be refused."""
+
+
+def match(left: str, right: str, columns: list[str], *, null_safe: bool = False) -> Match:
+    """``left.c = right.c AND ...`` over quoted ``columns`` (``IS NOT DISTINCT FROM``
+    when ``null_safe``), with quoted aliases ``left`` and ``right``.
+
+    >>> match('"p"', '"r"', ['"cell"', '"s"'])
+    '"p"."cell" = "r"."cell" AND "p"."s" = "r"."s"'
+    """
+    for name in [left, right, *columns]:
+        if not _QUOTED.match(name) or "." in name.replace('""', ""):
+            raise ValueError(f"match: {name!r} is not one quoted identifier")
+    equal = " IS NOT DISTINCT FROM " if null_safe else " = "
+    return Match(" AND ".join(f"{left}.{c}{equal}{right}.{c}" for c in columns))
+
+
 def render(template: str, **quoted: str) -> str:
     """Fill ``{field}`` slots with already-quoted identifiers (or lists of them).
 
     Refuses anything that is not a quoted identifier (``"a"`` or ``"s"."t"``, optionally
-    renamed: ``"s"."t" AS "u"``) or a comma-separated list of such, so raw text can
-    never reach the SQL.
+    renamed: ``"s"."t" AS "u"``) or a comma-separated list of such, or a join condition
+    :func:`match` built, so raw text can never reach the SQL.
     """
     for field, value in quoted.items():
+        if isinstance(value, Match):
+            continue
         if not all(_QUOTED.match(p) for p in _split_list(value)):
             raise ValueError(f"render: {field}={value!r} is not a quoted identifier list")
 

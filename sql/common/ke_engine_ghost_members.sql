@@ -3,4 +3,4 @@
 CREATE TEMP TABLE _sqlanon_ghost_members AS
 SELECT g.record_key, p.group_id, p.cell_id
 FROM _sqlanon_ghost_read AS g
-JOIN _sqlanon_plan AS p ON p.domain_cell = g.domain_cell AND p.s = g.s
+JOIN _sqlanon_plan AS p ON {plan_match_g}

@@ -4,5 +4,5 @@
 INSERT INTO sqlanon.kept_values (domain, record_key, attribute, value)
 SELECT $1, CAST(r.record_value AS VARCHAR), $2, CAST(r.{column} AS VARCHAR)
 FROM _sqlanon_read AS r
-JOIN _sqlanon_plan AS p ON p.domain_cell = r.domain_cell AND p.s = r.s
+JOIN _sqlanon_plan AS p ON {plan_match}
 WHERE p.cell_id >= 0 AND ($3 OR r.domain_cell < 0)

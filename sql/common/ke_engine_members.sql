@@ -12,4 +12,4 @@ SELECT $1, $2, CAST(r.record_value AS VARCHAR),
        r.row_hash,
        r.value_hash
 FROM _sqlanon_read AS r
-JOIN _sqlanon_plan AS p ON p.domain_cell = r.domain_cell AND p.s = r.s
+JOIN _sqlanon_plan AS p ON {plan_match}

@@ -12,7 +12,7 @@ WITH assigned AS (
            CAST('0x' || substr(sha256($1 || CAST(r.record_value AS VARCHAR)), 1, 16)
                 AS UBIGINT) AS h
     FROM _sqlanon_read AS r
-    JOIN _sqlanon_plan AS p ON p.domain_cell = r.domain_cell AND p.s = r.s
+    JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
 ), runs AS (
     SELECT group_id, {sensitive_a} AS v, count(*) AS c

@@ -9,7 +9,7 @@ WITH assigned AS (
            ('x' || substr(encode(sha256(convert_to($1 || CAST(r.record_value AS text), 'UTF8')),
                                  'hex'), 1, 16))::bit(64)::bigint AS h
     FROM _sqlanon_read AS r
-    JOIN _sqlanon_plan AS p ON p.domain_cell = r.domain_cell AND p.s = r.s
+    JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
 ), runs AS (
     SELECT group_id, {sensitive_a} AS v, count(*) AS c

@@ -3,17 +3,17 @@
 -- each keyed by its key as text or its ghost id; the same shuffle, the same order.
 CREATE TABLE {release} AS
 WITH rows_and_ghosts AS (
-    SELECT CAST(r.record_value AS text) AS rk, {quasi_r}, r.{sensitive_a}, r.domain_cell, r.s,
+    SELECT CAST(r.record_value AS text) AS rk, {quasi_r}, r.{sensitive_a}, {key_r},
            false AS ghost
     FROM _sqlanon_read AS r
     UNION ALL
-    SELECT g.record_key, {quasi_n}, g.{sensitive_a}, g.domain_cell, g.s, true
+    SELECT g.record_key, {quasi_n}, g.{sensitive_a}, {key_g}, true
     FROM _sqlanon_ghost_read AS g
     LEFT JOIN _sqlanon_read AS n ON false  -- NULL quasi-identifiers of the columns' types
 ), assigned AS (
     SELECT r.*, p.group_id, ('x' || substr(encode(sha256(convert_to($1 || rk, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint AS h
     FROM rows_and_ghosts AS r
-    JOIN _sqlanon_plan AS p ON p.domain_cell = r.domain_cell AND p.s = r.s
+    JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
 ), runs AS (
     SELECT group_id, {sensitive_a} AS v, count(*) AS c
