@@ -12,7 +12,7 @@ imports sqlanon, numpy and sqlglot into the session's PL/Python, each repetition
       quasi => ARRAY['age', 'zip', 'sex'], k => 5, e => 20)`` (a first version),
 
 and the median of the per-repetition ratios b/a is reported. Then, on the last release,
-``SELECT * FROM sqlanon.interval('SELECT sex, SUM(s) ... GROUP BY sex')`` against the
+``SELECT * FROM sqlanon.interval_json('SELECT sex, SUM(s) ... GROUP BY sex')`` against the
 same query on the release table (and against running sqlanon.interval_sql's output
 directly), alternating, median of per-run ratios. ``--profile N`` runs one release of N
 rows inside the server under cProfile, with the time of every SQL statement it sends.
@@ -165,12 +165,12 @@ def measure(n: int, reps: int, query_reps: int) -> dict[str, Any]:
             plain_q = QUERY.format(f"{family}_v1")
             analyst_q = QUERY.format(family)
             rewritten = conn.execute("SELECT sqlanon.interval_sql(%s)", [analyst_q]).fetchone()[0]
-            timed(conn, "SELECT * FROM sqlanon.interval(%s)", [analyst_q])  # warm-up
+            timed(conn, "SELECT * FROM sqlanon.interval_json(%s)", [analyst_q])  # warm-up
             plain, interval, direct, by_interval, by_direct = [], [], [], [], []
             answers: list[Any] = []
             for _ in range(query_reps):
                 p, _ = timed(conn, plain_q)
-                i, answers = timed(conn, "SELECT * FROM sqlanon.interval(%s)", [analyst_q])
+                i, answers = timed(conn, "SELECT * FROM sqlanon.interval_json(%s)", [analyst_q])
                 d, _ = timed(conn, rewritten)
                 plain.append(p)
                 interval.append(i)
@@ -250,7 +250,7 @@ def report(results: list[dict[str, Any]], reps: int, query_reps: int, profiled: 
     lines += [
         "",
         f"Interval query on that release, median of {query_reps} alternating runs (per-run "  # noqa: S608 - markdown, not SQL
-        f"ratios): plain `{plain_q}` vs `SELECT * FROM sqlanon.interval('{analyst_q}')` "
+        f"ratios): plain `{plain_q}` vs `SELECT * FROM sqlanon.interval_json('{analyst_q}')` "
         "(PL/Python: catalog lookup, rewrite, run, one jsonb per row) and vs running the "
         "`sqlanon.interval_sql(...)` text directly.",
         "",

@@ -1,13 +1,12 @@
 -- The release table (PostgreSQL's twin of sql/duckdb/ke_engine_release.sql, which says
 -- why this shuffle is sound): h is the first 64 bits of SHA-256 of the per-release
--- secret $1 and the key; within a group the record of rank i by h gets the group's i-th
--- smallest value (each run of equal values expanded to its ranks: PostgreSQL has no
+-- secret $1 and the key (bytea: its bytes order as DuckDB's unsigned integer does);
+-- within a group the record of rank i by h gets the group's i-th smallest value (each run of equal values expanded to its ranks: PostgreSQL has no
 -- ASOF join); rows come in the order of h.
 CREATE TABLE {release} AS
 WITH assigned AS (
     SELECT r.*, p.group_id,
-           ('x' || substr(encode(sha256(convert_to($1 || CAST(r.record_value AS text), 'UTF8')),
-                                 'hex'), 1, 16))::bit(64)::bigint AS h
+           substr(sha256(convert_to($1 || CAST(r.record_value AS text), 'UTF8')), 1, 8) AS h
     FROM _sqlanon_read AS r
     JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
@@ -18,8 +17,9 @@ WITH assigned AS (
 ), ranks AS (
     SELECT group_id, v, generate_series(lo, lo + c - 1) AS i
     FROM (SELECT group_id, v, c,
-                 sum(c) OVER (PARTITION BY group_id ORDER BY v
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1 AS lo
+                 CAST(sum(c) OVER (PARTITION BY group_id ORDER BY v
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1
+                      AS bigint) AS lo
           FROM runs) AS x
 ), who AS (
     SELECT {quasi_a}, group_id, h,

@@ -11,7 +11,7 @@ WITH rows_and_ghosts AS (
     FROM _sqlanon_ghost_read AS g
     LEFT JOIN _sqlanon_read AS n ON false  -- NULL quasi-identifiers of the columns' types
 ), assigned AS (
-    SELECT r.*, p.group_id, ('x' || substr(encode(sha256(convert_to($1 || rk, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint AS h
+    SELECT r.*, p.group_id, substr(sha256(convert_to($1 || rk, 'UTF8')), 1, 8) AS h
     FROM rows_and_ghosts AS r
     JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
@@ -22,8 +22,9 @@ WITH rows_and_ghosts AS (
 ), ranks AS (
     SELECT group_id, v, generate_series(lo, lo + c - 1) AS i
     FROM (SELECT group_id, v, c,
-                 sum(c) OVER (PARTITION BY group_id ORDER BY v
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1 AS lo
+                 CAST(sum(c) OVER (PARTITION BY group_id ORDER BY v
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1
+                      AS bigint) AS lo
           FROM runs) AS x
 ), who AS (
     SELECT {quasi_a}, ghost, group_id, h,
