@@ -36,7 +36,7 @@ import duckdb
 import numpy as np
 
 import sqlanon
-from sqlanon import api, demo
+from sqlanon import api, demo, intervals
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ke_release  # noqa: E402  (bench/ is not a package)
@@ -116,7 +116,7 @@ def cost(rows: int, runs: int, workdir: Path) -> str:
             for _ in range(runs):
                 times["plain"].append(_timed(lambda sql=sql: con.execute(sql).fetchall())[0])
                 times["interval"].append(_timed(lambda sql=sql: api.interval(con, sql))[0])
-                api._rewrite_ke.cache_clear()  # a query this process has not rewritten yet
+                intervals._rewrite_ke.cache_clear()  # a query this process has not rewritten yet
                 times["cold"].append(_timed(lambda sql=sql: api.interval(con, sql))[0])
                 times["rw"].append(_timed(lambda sql=sql: api.rewrite(sql, con))[0])
                 times["exec"].append(_timed(lambda text=rewritten: con.execute(text).fetchall())[0])

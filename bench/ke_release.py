@@ -293,7 +293,7 @@ class TimedSession(DuckDBSession):
 
 def profile_release(db: str, family: str) -> str:
     """One release under cProfile and a :class:`TimedSession` (run in a fresh child)."""
-    from sqlanon import release
+    from sqlanon.release import ke as release
 
     con = connect(db)
     session = TimedSession(con)

@@ -59,7 +59,7 @@ LANGUAGE plpython3u AS $py$
 # sqlanon: prologue
 import cProfile, io, pstats, time
 from collections import defaultdict
-from sqlanon import release
+from sqlanon.release import ke as release
 from sqlanon.backends.postgres import PlpySession
 
 spent = defaultdict(float)

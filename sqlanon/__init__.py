@@ -10,11 +10,6 @@ sqlanon.release_lhd(con, "adult", "adult_lhd", key="id", quasi=["age", "sex"],
                     sensitive=["capital_loss"], l=3)
 """
 
-# Load the modules sqlanon.audit, sqlanon.release_lhd and sqlanon.rewrite first: importing
-# them later would rebind the package attributes of the same names (the functions below).
-import sqlanon.audit as _audit_module  # noqa: F401
-import sqlanon.release_lhd as _release_lhd_module  # noqa: F401
-import sqlanon.rewrite as _rewrite_package  # noqa: F401
 from sqlanon.api import (
     audit,
     erase,

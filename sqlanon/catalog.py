@@ -11,7 +11,7 @@ from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sqlanon.rewrite.limits import QueryLimits
+    from sqlanon.rewriter.limits import QueryLimits
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def require_family(session: Session, family: str) -> list[Release]:
 def query_limits(session: Session) -> QueryLimits:
     """The data owner's bounds on analyst queries (``sqlanon.query_limits``; defaults
     for the names it has no row for)."""
-    from sqlanon.rewrite.limits import limits_from_rows
+    from sqlanon.rewriter.limits import limits_from_rows
 
     return limits_from_rows(
         [(r[0], r[1]) for r in session.query("SELECT name, value FROM sqlanon.query_limits")]
@@ -121,7 +121,7 @@ def query_limits(session: Session) -> QueryLimits:
 
 def set_limit(session: Session, name: str, value: int | None) -> QueryLimits:
     """Store one bound on analyst queries (``None``: back to its default); the limits now."""
-    from sqlanon.rewrite.limits import DEFAULT_LIMITS, LIMIT_NAMES
+    from sqlanon.rewriter.limits import DEFAULT_LIMITS, LIMIT_NAMES
 
     if name not in LIMIT_NAMES:
         raise ConfigError(f"unknown limit {name!r}; the limits are {', '.join(LIMIT_NAMES)}")

@@ -15,11 +15,11 @@ from typing import Any
 
 import duckdb
 
-from sqlanon.audit import audit_family, audit_versions
+from sqlanon.audit_db import audit_family, audit_versions
 from sqlanon.backends.duckdb import DuckDBSession, install
 from sqlanon.display import print_table
 from sqlanon.metrics import error_ratio
-from sqlanon.release import release_ke
+from sqlanon.release.ke import release_ke
 
 QUASI = ["age", "sex", "education", "marital_status", "race"]
 PARTS = 10

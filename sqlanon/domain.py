@@ -36,7 +36,7 @@ from sqlanon.errors import ConfigError, UnsafeReleaseError
 from sqlanon.models.cells import Cells
 
 if TYPE_CHECKING:
-    from sqlanon.release import Source
+    from sqlanon.release.source import Source
 
 _DOMAIN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 

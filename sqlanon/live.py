@@ -37,7 +37,7 @@ from sqlanon.errors import ConfigError
 from sqlanon.models.chain import Chain
 
 if TYPE_CHECKING:
-    from sqlanon.release import Source
+    from sqlanon.release.source import Source
 
 GHOST_PREFIX = "ghost:"
 
@@ -169,7 +169,7 @@ def apply_counted_changes(
     changed_keys: Sequence[str] = (),
 ) -> Changes:
     """:func:`apply_changes` for a release that reads counts, not rows
-    (``release_engine``), when no constrained value changed: ``inserted`` source rows
+    (``release.ke_engine``), when no constrained value changed: ``inserted`` source rows
     new to the family, ``known`` ones its last version knew, ``quasi_changed`` known
     ones whose published columns changed, ``celled`` ones with a cell in the domain,
     ``changed_keys`` those whose constrained value changed (each a ghost, linked to its
@@ -261,7 +261,7 @@ def erase(session: Session, source: str) -> dict[str, Any]:
     Refused (nothing written) for a source never released, and for a domain released
     from several sources (a record missing from one may be filtered, not deleted).
     Returns the counts: ``deleted`` = ``ghosts`` (published) + ``forgotten``."""
-    from sqlanon.release import resolve_source  # release builds on this module
+    from sqlanon.release.source import resolve_source  # release builds on this module
 
     with session.transaction():
         src = resolve_source(session, source)
@@ -513,7 +513,7 @@ def rebuild(session: Session) -> None:
     published, from their sources as they are now. A domain released from several
     sources, or whose source or columns are gone, gets none: a deletion from it is then
     refused (its ghost would lack its values)."""
-    from sqlanon.release import resolve_source  # release builds on this module
+    from sqlanon.release.source import resolve_source  # release builds on this module
 
     schema = session.query("SELECT current_schema()")[0][0]
     exists = sqltext.load(session.dialect, "relation_exists")

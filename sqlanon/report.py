@@ -209,7 +209,7 @@ def _raw_combinations(
     one raw value it covers (from the label domains the rewriter uses: hierarchy leaves,
     or the intervals of a widths hierarchy), so equalities and ranges on them match the
     published rows on every version. A label without a known raw value keeps its text."""
-    from sqlanon.api import release_catalog
+    from sqlanon.intervals import release_catalog
 
     info = release_catalog(session).get(first.table_name)
     domains = (info.domains if info is not None else None) or {}
@@ -271,8 +271,8 @@ def _widths(session: Session, r: catalog.Release, queries: list[Query]) -> tuple
     """(high - low) / |estimate| of each query on version ``r``; NaN when the query has no
     answer there (no matching rows, estimate 0, or a query the rewriter refuses), and the
     rewriter's first refusal (e.g. lHD releases have no interval answers yet)."""
-    from sqlanon.api import release_catalog
-    from sqlanon.rewrite import rewrite
+    from sqlanon.intervals import release_catalog
+    from sqlanon.rewriter import rewrite
 
     releases = release_catalog(session)
     sensitive = _sensitive(r)

@@ -66,7 +66,7 @@ class AuditSection:
 
 def audit_section(session: Session, family: str) -> AuditSection:
     """The audit of ``family``'s domain, as the report shows it."""
-    from sqlanon.audit import audit_family
+    from sqlanon.audit_db import audit_family
 
     try:
         rows = audit_family(session, family)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlanon import domain, live, release, sqltext
+from sqlanon import domain, live, sqltext
 from sqlanon.backends.base import Session
+from sqlanon.release import bounds
 
 
 def migrate(session: Session) -> list[str]:
@@ -60,7 +61,7 @@ def pending(session: Session) -> list[str]:
 
 #: Migrations that also rewrite data, run after their file inside its transaction.
 _DATA_STEPS: dict[str, Callable[[Session], None]] = {
-    "003_ke_bounds_runs": release.rebuild_ke_bounds,
+    "003_ke_bounds_runs": bounds.rebuild_ke_bounds,
     "005_domains": domain.rebuild,
     "007_live_tables": live.rebuild,
 }

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 import sqlanon
-from sqlanon.audit import audit_domain_of, audit_versions
+from sqlanon.audit_db import audit_domain_of, audit_versions
 from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.cli import main
 from sqlanon.demo import run_experiment

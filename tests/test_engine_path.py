@@ -1,4 +1,4 @@
-"""The engine path of (k,e) releases (sqlanon/release_engine.py) against the row path.
+"""The engine path of (k,e) releases (sqlanon/release/ke_engine.py) against the row path.
 
 Both paths release the same random append sequences on real DuckDB databases; the row
 path is forced by turning the engine path off. Every version must agree on what the
@@ -26,8 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon import release_engine, sqltext
+from sqlanon import sqltext
 from sqlanon.errors import InfeasibleError
+from sqlanon.release import ke_engine as release_engine
 
 COLUMNS = "id INTEGER, age INTEGER, sex VARCHAR, salary INTEGER"
 

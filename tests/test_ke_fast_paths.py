@@ -170,7 +170,7 @@ def test_seeded_shuffle_is_unchanged():
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 9)), max_size=200))
 def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
-    from sqlanon.release import _by_group_and_value
+    from sqlanon.release.ke_rows import _by_group_and_value
 
     group = np.asarray([g for g, _ in pairs], dtype=np.int64)
     values = np.asarray([x for _, x in pairs], dtype=np.float64)
@@ -183,7 +183,7 @@ def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
 
 
 def test_random_row_ranks_are_unchanged_for_a_seed():
-    from sqlanon.release import random_order
+    from sqlanon.release.state import random_order
 
     for n in (0, 1, 7, 5000):
         keys = np.random.default_rng([3, 1]).integers(0, 2**63, n, dtype=np.uint64)

@@ -461,8 +461,8 @@ def test_analyst_interval_over_an_lhd_release_contains_the_truth(
         assert [r[5] for r in shown if r[1] == "hours_per_week"] == [[10.0, 20.0]]
         assert all(r[5] is None for r in shown if r[1] != "hours_per_week")
         # The same domains as on DuckDB, built by the analyst's client.
-        from sqlanon.api import release_catalog
         from sqlanon.backends.postgres import PsycopgSession
+        from sqlanon.intervals import release_catalog
 
         domains = release_catalog(PsycopgSession(analyst))["adult_lhd"].domains
         rows = (DATA / "hierarchies" / "adult_hierarchy_age.csv").read_text().splitlines()

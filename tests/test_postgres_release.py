@@ -35,7 +35,7 @@ def people(pg_db: str, pg_python_root: Path, pg_conn: Any) -> Any:
             " LANGUAGE plpython3u AS $py$\n"
             "# sqlanon: prologue\n"
             "import json\n"
-            "from sqlanon import release\n"
+            "from sqlanon.release import ke as release\n"
             "from sqlanon.backends.postgres import PlpySession\n"
             "return json.dumps(release.release_ke(PlpySession(plpy), 'people', family,"
             " key='id', sensitive='salary', quasi=['age', 'sex'], k=k, e=10, seed=7),"

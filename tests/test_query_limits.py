@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import ConfigError, QueryLimitError, SqlanonError, UnsupportedQueryError
-from sqlanon.rewrite import rewrite
+from sqlanon.rewriter import rewrite
 from tests.test_release_duckdb import make_people
 from tests.test_rewrite_refusals import CATALOG
 

@@ -15,8 +15,8 @@ import duckdb
 import numpy as np
 import pytest
 
-from sqlanon.rewrite import rewrite
-from sqlanon.rewrite.analyze import AggregateItem, analyze
+from sqlanon.rewriter import rewrite
+from sqlanon.rewriter.analyze import AggregateItem, analyze
 from tests.test_rewrite_ke import check_sound
 from tests.test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
 

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlanon.rewrite import rewrite
-from sqlanon.rewrite.analyze import AggregateItem, analyze
+from sqlanon.rewriter import rewrite
+from sqlanon.rewriter.analyze import AggregateItem, analyze
 from tests.test_rewrite_ke import (
     AGGS,
     _all_answers,

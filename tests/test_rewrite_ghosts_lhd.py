@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlanon.rewrite import ReleaseInfo, rewrite
+from sqlanon.rewriter import ReleaseInfo, rewrite
 from tests.test_rewrite_lhd import TINY_DOMAINS
 from tests.test_rewrite_support import fetch
 

@@ -370,7 +370,7 @@ def test_exact_count_has_bare_value_and_uncertain_count_has_not() -> None:
 
 def test_family_view_and_versioned_name_give_the_same_sql() -> None:
     con, info = build([{"a": i, "b": "x", "s": i} for i in range(4)], [0, 0, 1, 1])
-    from sqlanon.rewrite import rewrite
+    from sqlanon.rewriter import rewrite
 
     catalog = catalog_of(info)
     assert rewrite("SELECT SUM(s) FROM fam", catalog) == rewrite(

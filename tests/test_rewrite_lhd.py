@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 import sqlanon
+import sqlanon.intervals
 from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.demo import load_adult
 from sqlanon.errors import UnsupportedQueryError
-from sqlanon.rewrite import LabelDomain, ReleaseInfo, rewrite
-from sqlanon.rewrite.analyze import AggregateItem, analyze
+from sqlanon.rewriter import LabelDomain, ReleaseInfo, rewrite
+from sqlanon.rewriter.analyze import AggregateItem, analyze
 from tests.test_rewrite_fixtures import load_cases
 from tests.test_rewrite_ke import check_sound
 from tests.test_rewrite_support import fetch
@@ -74,7 +75,7 @@ def adult(tmp_path_factory: pytest.TempPathFactory) -> Any:
         assert con.execute(f"SELECT count(*) FROM truth_{family}").fetchone()[0] == published  # noqa: S608
     session = DuckDBSession(con)
     try:
-        catalog = sqlanon.api.release_catalog(session)
+        catalog = sqlanon.intervals.release_catalog(session)
     finally:
         session.close()
     yield con, catalog

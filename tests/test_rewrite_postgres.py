@@ -14,8 +14,8 @@ import sqlglot
 from psycopg import sql as pgsql
 
 from sqlanon.models.ke_bounds import COLUMNS
-from sqlanon.rewrite import rewrite
-from sqlanon.rewrite.analyze import AggregateItem, analyze
+from sqlanon.rewriter import rewrite
+from sqlanon.rewriter.analyze import AggregateItem, analyze
 from tests.test_rewrite_ke import check_sound
 from tests.test_rewrite_support import catalog_of, fetch, make_release, on_source
 

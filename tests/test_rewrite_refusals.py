@@ -11,8 +11,8 @@ import sqlglot
 from sqlglot import exp
 
 from sqlanon.errors import ConfigError, UnsupportedQueryError
-from sqlanon.rewrite import ReleaseInfo, catalog_from_rows, rewrite
-from sqlanon.rewrite.analyze import AggregateItem, analyze
+from sqlanon.rewriter import ReleaseInfo, catalog_from_rows, rewrite
+from sqlanon.rewriter.analyze import AggregateItem, analyze
 from tests.test_rewrite_ke import check_sound
 from tests.test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
 
@@ -223,7 +223,7 @@ def test_runs_on_duckdb_against_a_release_written_by_the_helpers() -> None:
 )
 def test_output_guard_rejects_trees_reading_anything_else(bad: str) -> None:
     """The last check before SQL leaves the rewriter: only the release and its bounds."""
-    from sqlanon.rewrite import _check_reads
+    from sqlanon.rewriter import _check_reads
 
     with pytest.raises(UnsupportedQueryError, match="a bug in sqlanon's rewriter"):
         _check_reads(sqlglot.parse_one(bad), INFO)

@@ -19,7 +19,7 @@ import numpy as np
 import sqlglot
 from sqlglot import exp
 
-from sqlanon.rewrite import ReleaseInfo, rewrite
+from sqlanon.rewriter import ReleaseInfo, rewrite
 
 Row = dict[str, Any]
 

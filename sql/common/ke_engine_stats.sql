@@ -1,4 +1,4 @@
--- What the engine path checks first (sqlanon/release_engine.py): values that are not
+-- What the engine path checks first (sqlanon/release/ke_engine.py): values that are not
 -- finite, records whose constrained value changed (a ghost, a new incarnation, a
 -- chain), records new to the family, and known records whose other published columns
 -- changed.

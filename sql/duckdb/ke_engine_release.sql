@@ -1,7 +1,7 @@
 -- The release table, from the plan (_sqlanon_plan: per (cell, value) entry its group and
 -- its cell after this release) joined to the rows. Each record gets h, the first 64 bits
 -- of SHA-256 of the per-release secret $1 (never stored; why this is sound:
--- sqlanon/release_engine.py, shuffle_key) and its key. Within a group, the record of
+-- sqlanon/release/ke_engine.py, shuffle_key) and its key. Within a group, the record of
 -- rank i by h gets the group's i-th smallest value (the ASOF join finds the run of
 -- equal values holding rank i): a uniformly random assignment of the group's multiset
 -- to its records. Rows come in the order of h: a uniformly random order, which tells

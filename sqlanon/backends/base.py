@@ -1,6 +1,6 @@
 """The one interface the release machinery uses to talk to a database.
 
-``release.py``, ``catalog.py`` and ``audit.py`` see a database only through a
+``sqlanon.release``, ``catalog.py`` and ``audit_db.py`` see a database only through a
 :class:`Session`, so DuckDB (Python UDFs) and PostgreSQL (psycopg on the client,
 PL/Python in the server) share every line of model and release logic.
 """

@@ -103,6 +103,14 @@ class DuckDBSession:
         """Whether the connection's database is attached read-only."""
         return read_only(self._cur)
 
+    def refuse_read_only(self, verb: str) -> None:
+        """Refuse a writing verb on a read-only connection, before it reads anything."""
+        if self.read_only():
+            raise ConfigError(
+                f"{verb} writes to the database, but this DuckDB connection is read-only "
+                "(duckdb.connect(..., read_only=True)); the data owner runs it on a writable one"
+            )
+
     def close(self) -> None:
         self._cur.close()
 
@@ -192,17 +200,32 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     The UDFs reach ``con`` through a weak reference: they are held by ``con`` itself, so
     a strong one would keep every connection alive for ever.
     """
-    from sqlanon import api
+    # The verbs' own modules, as PostgreSQL's functions call them (never sqlanon.api,
+    # which builds on this module).
+    import dataclasses
+
+    from sqlanon import catalog, intervals, live
+    from sqlanon.audit_db import audit_family as audit_of
+    from sqlanon.release import ke, lhd
 
     number = next(_registrations)
     key = id(con)
     owner = weakref.ref(con, lambda _dead: _forget(key))
 
-    def connection() -> duckdb.DuckDBPyConnection:
+    @contextmanager
+    def session(verb: str | None = None) -> Iterator[DuckDBSession]:
+        """A session on the connection the UDF was registered on; ``verb``: a writing
+        verb, refused on a read-only connection."""
         found = owner()
         if found is None:  # cannot happen while the connection runs its UDF
             raise ConfigError("the connection sqlanon was installed on is gone")
-        return found
+        opened = DuckDBSession(found)
+        try:
+            if verb is not None:
+                opened.refuse_read_only(verb)
+            yield opened
+        finally:
+            opened.close()
 
     def release_ke(
         source: str,
@@ -216,19 +239,11 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         seed: int | None,
         domain: str | None,
     ) -> dict[str, Any]:
-        return api.release_ke(
-            connection(),
-            source,
-            family,
-            key=key,
-            sensitive=sensitive,
-            quasi=quasi,
-            k=k,
-            e=e,
-            policy=policy,
-            seed=seed,
-            domain=domain,
-        )
+        with session("release_ke") as s:
+            return ke.release_ke(
+                s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
+                policy=policy, seed=seed, domain_name=domain,
+            )  # fmt: skip
 
     def release_lhd(
         source: str,
@@ -242,40 +257,39 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         seed: int | None,
         domain: str | None,
     ) -> dict[str, Any]:
-        return api.release_lhd(
-            connection(),
-            source,
-            family,
-            key=key,
-            quasi=quasi,
-            sensitive=sensitive,
-            l=l,
-            algorithm=algorithm,
-            max_suppression=ms,
-            seed=seed,
-            domain=domain,
-        )
+        with session("release_lhd") as s:
+            return lhd.release_lhd(
+                s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
+                algorithm=algorithm, max_suppression=ms, seed=seed, domain_name=domain,
+            )  # fmt: skip
 
     def erase(source: str) -> dict[str, Any]:
-        return api.erase(connection(), source)
+        with session("erase") as s:
+            return live.erase(s, source)
 
     def load_hierarchies(dataset: str, folder: str | None) -> dict[str, Any]:
-        return api.load_hierarchies(connection(), dataset, folder)
+        with session("load_hierarchies") as s:
+            return lhd.load_hierarchies(s, dataset, folder)
 
     def hierarchy_widths(dataset: str, attribute: str, widths: list[float]) -> dict[str, Any]:
-        return api.hierarchy_widths(connection(), dataset, attribute, widths)
+        with session("hierarchy_widths") as s:
+            return lhd.hierarchy_widths(s, dataset, attribute, widths)
 
     def audit_family(family: str, records: bool) -> list[dict[str, Any]]:
-        return api.audit(connection(), family, records=bool(records))
+        with session() as s:
+            return audit_of(s, family, records=bool(records))
 
     def set_limit(name: str, value: int | None) -> dict[str, int]:
-        return api.set_limit(connection(), name, value)
+        with session("set_limit") as s:
+            return dataclasses.asdict(catalog.set_limit(s, name, value))
 
     def interval_sql(sql: str) -> str:
-        return api.rewrite(sql, connection())
+        with session() as s:
+            return intervals.session_rewrite(s, sql, "duckdb")
 
     def rewrite_sql(sql: str, dialect: str) -> str:
-        return api.rewrite(sql, connection(), dialect)
+        with session() as s:
+            return intervals.session_rewrite(s, sql, dialect)
 
     udfs: list[tuple[str, Any, list[Any], Any]] = [
         (

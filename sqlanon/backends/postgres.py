@@ -530,7 +530,7 @@ def server_release_ke(
     domain: str | None = None,
 ) -> str:
     """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
-    from sqlanon import release
+    from sqlanon.release import ke as release
 
     session = _in_schema(plpy, schema)
     with _release_work_mem(session):
@@ -566,7 +566,7 @@ def server_release_lhd(
     domain: str | None = None,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
-    from sqlanon.release_lhd import release_lhd
+    from sqlanon.release.lhd import release_lhd
 
     session = _in_schema(plpy, schema)
     with _release_work_mem(session):
@@ -590,9 +590,9 @@ def server_release_lhd(
 def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> str:
     """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``,
     ``sqlanon.erase``."""
-    from sqlanon.audit import audit_family
+    from sqlanon.audit_db import audit_family
     from sqlanon.live import erase
-    from sqlanon.release_lhd import hierarchy_widths, load_hierarchies
+    from sqlanon.release.lhd import hierarchy_widths, load_hierarchies
 
     verbs: dict[str, Callable[..., Any]] = {
         "load_hierarchies": load_hierarchies,
@@ -611,7 +611,7 @@ def server_rewrite(plpy: Any, sql: str, dialect: str) -> str:
 
 
 def _rewrite(plpy: Any, sql: str, dialect: str) -> str:
-    from sqlanon.api import session_rewrite
+    from sqlanon.intervals import session_rewrite
 
     return session_rewrite(PlpySession(plpy), sql, dialect, check_interrupts)
 

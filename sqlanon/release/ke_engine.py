@@ -34,10 +34,13 @@ import numpy as np
 
 from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
-from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
-from sqlanon.models import ke, ke_bounds
-from sqlanon.models.cells import Cells, Requirement, failing_cells
-from sqlanon.release_plan import plan_live
+from sqlanon.errors import ConfigError, InfeasibleError
+from sqlanon.models import ke
+from sqlanon.models.cells import Requirement
+from sqlanon.release import bounds
+from sqlanon.release.plan import plan_live
+from sqlanon.release.source import render_sql
+from sqlanon.release.state import refuse_unsafe
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
@@ -83,10 +86,6 @@ def shuffle_key(seed: int | None) -> str:
     if seed is None:
         return os.urandom(16).hex()
     return hashlib.sha256(f"sqlanon shuffle {seed}".encode()).hexdigest()[:32]
-
-
-def _sql(session: Session, name: str, **idents: str) -> str:
-    return sqltext.render(sqltext.load(session.dialect, name), **idents)
 
 
 def _drop_temp(session: Session) -> None:
@@ -185,7 +184,7 @@ def _release(
 ) -> Applied | None:
     q = session.quote_ident
     columns, carried, alias = _carried(session, [*quasi, sensitive, *scope.attributes])
-    read = _sql(
+    read = render_sql(
         session,
         "ke_read_source",
         key=q(key),
@@ -197,7 +196,7 @@ def _release(
     )
     _drop_temp(session)
     session.execute(
-        _sql(session, "ke_engine_read", carried=carried) + read + "\n) AS r",
+        render_sql(session, "ke_engine_read", carried=carried) + read + "\n) AS r",
         scope.read_parameters(family, last),
     )
     stats = session.query_dicts(sqltext.load(session.dialect, "ke_engine_stats"))[0]
@@ -246,7 +245,7 @@ def _release(
             session, ghosts, {a: alias[a] for a in [sensitive, *others]}, sensitive, linked
         )
     counts = session.query_arrays(
-        _sql(
+        render_sql(
             session,
             "ke_engine_counts_ghosts" if ghosts.count else "ke_engine_counts",
             entry=", ".join(q(c) for c in entry),
@@ -275,7 +274,7 @@ def _release(
         chains,
         weight,
     )
-    _refuse_unsafe(prior, cells, values, sensitive)
+    refuse_unsafe(prior, cells, {sensitive: values})
     chosen = group >= 0
 
     plan_columns: dict[str, np.ndarray] = {c: counts[c] for c in entry}
@@ -294,12 +293,12 @@ def _release(
     }
     ghost_rows = 0
     if ghosts.count:
-        session.execute(_sql(session, "ke_engine_ghost_members", **matches))
+        session.execute(render_sql(session, "ke_engine_ghost_members", **matches))
         ghost_rows = int(
             session.query("SELECT count(*) FROM _sqlanon_ghost_members WHERE group_id >= 0")[0][0]
         )
     if last is not None and not changes.any and ghosts.count == changes.ghosts_before:
-        newly = session.query(_sql(session, "ke_engine_newly_published", **matches))[0][0]
+        newly = session.query(render_sql(session, "ke_engine_newly_published", **matches))[0][0]
         if ghosts.count:
             newly += session.query(
                 "SELECT count(*) FROM _sqlanon_ghost_read AS g JOIN _sqlanon_ghost_members AS m "
@@ -318,7 +317,7 @@ def _release(
         progress("groups built", int(plan.groups))
 
     session.execute(
-        _sql(
+        render_sql(
             session,
             "ke_engine_release_ghosts" if ghosts.count else "ke_engine_release",
             release=q(table),
@@ -336,13 +335,15 @@ def _release(
     )
     if progress is not None:
         progress("rows written", int(weight[chosen].sum()) - ghost_rows)
-    _write_bounds(session, src, sensitive, table, values[chosen], weight[chosen], group[chosen])
-    session.execute(_sql(session, "ke_engine_members", **matches), [family, version])
+    bounds.write_bounds_counts(
+        session, src, sensitive, table, values[chosen], weight[chosen], group[chosen]
+    )
+    session.execute(render_sql(session, "ke_engine_members", **matches), [family, version])
     if ghosts.count:
         session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
     for attribute in scope.attributes:
         session.execute(
-            _sql(session, "ke_engine_keep", column=q(alias[attribute]), **matches),
+            render_sql(session, "ke_engine_keep", column=q(alias[attribute]), **matches),
             [scope.name, attribute, attribute not in scope.before],
         )
     domain.write_cells(session, family, version, cells)
@@ -360,17 +361,6 @@ def _release(
         ghosts=ghost_rows,
         chain_held=chain_held,
     )
-
-
-def _refuse_unsafe(before: Cells, after: Cells, values: np.ndarray, sensitive: str) -> None:
-    """The last check before anything is written: every cell meets its requirement
-    (on the entries: each distinct (cell, value) once, which is all the check reads)."""
-    failing = failing_cells(before, after, {sensitive: values})
-    if failing.any():
-        raise UnsafeReleaseError(
-            f"internal error: {int(failing.sum())} cells of the planned release break the "
-            "cell rule; nothing was published; please report this with the input"
-        )
 
 
 def _linked(session: Session, scope: Any) -> set[str]:
@@ -406,7 +396,7 @@ def _read_ghosts(
     )
     q = session.quote_ident
     session.execute(
-        _sql(
+        render_sql(
             session,
             "ke_engine_ghost_read",
             sensitive=q(sensitive),
@@ -414,39 +404,3 @@ def _read_ghosts(
         )
     )
     session.execute("DROP TABLE _sqlanon_ghost_ids")
-
-
-def _write_bounds(
-    session: Session,
-    src: Any,
-    sensitive: str,
-    table: str,
-    values: np.ndarray,
-    counts: np.ndarray,
-    group: np.ndarray,
-) -> None:
-    """The bounds table from the published (value, count, group) entries: in numpy for
-    integers whose sums are exact in float64, else in SQL from the release table in the
-    column's own arithmetic (``release._write_bounds``'s rule)."""
-    from sqlanon.release import _INTEGER, _write_bounds_sql
-
-    q = session.quote_ident
-    bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
-    sensitive_type = src.columns[sensitive]
-    total = float((np.abs(values) * counts).sum())
-    if not (_INTEGER.search(sensitive_type.lower()) and total < 2.0**53):
-        if _INTEGER.search(sensitive_type.lower()) and total >= 2.0**62:
-            raise ConfigError(
-                f"sensitive column {q(sensitive)}: the sum of its absolute values reaches "
-                "2**62, beyond what interval answers compute exactly; store it in coarser "
-                "units (e.g. thousands) or as DECIMAL"
-            )
-        _write_bounds_sql(session, bounds, q(table), q(sensitive))
-        return
-    columns = ke_bounds.bounds_from_counts(values.astype(np.int64), counts, group)
-    types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
-    types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
-    types.update(descending="BOOLEAN", prior_sum="BIGINT", total="BIGINT")
-    session.load_temp("_sqlanon_bounds", columns, types)
-    session.execute(_sql(session, "ke_copy_bounds", bounds=bounds))
-    session.execute("DROP TABLE _sqlanon_bounds")

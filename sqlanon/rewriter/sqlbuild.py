@@ -8,7 +8,7 @@ from functools import cache
 import sqlglot
 from sqlglot import exp
 
-from sqlanon.rewrite.analyze import Query
+from sqlanon.rewriter.analyze import Query
 
 #: Prefix of the rewriter's own CTE names (checked not to clash with release tables).
 CTE_PREFIX = "sqlanon_"

@@ -30,28 +30,30 @@ from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, load_directory
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
-from sqlanon.release import (
-    _NUMERIC,
+from sqlanon.release.plan import plan_live
+from sqlanon.release.source import (
+    NUMERIC,
     Source,
-    _check_names,
-    _check_target,
-    _check_unchanged,
-    _idents,
-    _profile_source,
-    _refuse_unsafe,
-    _sql,
-    _summary,
+    check_names,
+    check_target,
+    check_unchanged,
+    idents,
+    profile_source,
+    render_sql,
+    resolve_source,
+)
+from sqlanon.release.state import (
     grant_readers,
     left_out_counts,
     load_members,
     open_domain,
     publish_view,
     random_order,
-    resolve_source,
+    refuse_unsafe,
+    summary_of,
     unchanged,
     write_state,
 )
-from sqlanon.release_plan import plan_live
 
 # Names the read and write SQL use for their own columns.
 _INTERNAL = {
@@ -72,7 +74,7 @@ def attribute_name(name: str) -> str:
 
 
 # ARX's hierarchies for UCI Adult, shipped with the package (sqlanon/data/ATTRIBUTION.md).
-BUNDLED_HIERARCHIES = Path(__file__).resolve().parent / "data" / "hierarchies"
+BUNDLED_HIERARCHIES = Path(__file__).resolve().parents[1] / "data" / "hierarchies"
 
 
 def load_hierarchies(
@@ -180,7 +182,7 @@ def _hierarchies(
             found[column] = Hierarchy.from_widths(
                 column, widths[by_widths[0]], np.unique(data[column]).tolist()
             )
-        elif _NUMERIC.search(src.columns[column].lower()):
+        elif NUMERIC.search(src.columns[column].lower()):
             raise ConfigError(
                 f"no hierarchy for quasi-identifier {column!r} of {src.table!r}; it is "
                 f"numeric: give one with SELECT sqlanon_hierarchy_widths('{src.table}', "
@@ -239,7 +241,7 @@ def earlier_release(
     values: dict[str, list[frozenset[Any]]] = {}
     for s in shared:
         rows = session.query_arrays(
-            _sql(
+            render_sql(
                 session,
                 "lhd_class_values",
                 group_id=q(group_col),
@@ -325,7 +327,7 @@ def release_lhd(
     if not isinstance(key, str):
         raise ConfigError("key must name one column")
     family = sqltext.check_family(family)
-    quasi = _check_names(family, quasi, sensitive, key)
+    quasi = check_names(family, quasi, sensitive, key)
     if not quasi:
         raise ConfigError("quasi must list at least one column (each needs a hierarchy)")
     domain_name = domain.check_domain(domain_name)
@@ -335,7 +337,7 @@ def release_lhd(
         key = src.column(key, "key")
         quasi = [src.column(c, "quasi") for c in quasi]
         sensitive = [src.column(c, "sensitive") for c in sensitive]
-        _check_names(family, quasi, sensitive, key)
+        check_names(family, quasi, sensitive, key)
         clash = _INTERNAL & {c.lower() for c in [*quasi, *sensitive]}
         if clash:
             raise ConfigError(f"columns named {sorted(clash)} clash with sqlanon's own; rename")
@@ -357,21 +359,21 @@ def release_lhd(
             "seeded": seed is not None,
             "domain_attributes": scope.attributes,
         }
-        _check_unchanged(family, last, parameters, ("source", "key", "quasi", "sensitive", "l"))
+        check_unchanged(family, last, parameters, ("source", "key", "quasi", "sensitive", "l"))
         version = 1 if last is None else last.version + 1
-        table = _check_target(session, family, version)
+        table = check_target(session, family, version)
         source_rows = 0
         for s in sensitive:
-            source_rows = _profile_source(session, src, key, s)
+            source_rows = profile_source(session, src, key, s)
 
         q = session.quote_ident
         rows = session.query_arrays(
-            _sql(
+            render_sql(
                 session,
                 "lhd_read_source",
                 key=q(key),
-                hashed=_idents(session, [*quasi, *sensitive], "src"),
-                columns=_idents(
+                hashed=idents(session, [*quasi, *sensitive], "src"),
+                columns=idents(
                     session, [*quasi, *sensitive, *(a for a in checked if a not in quasi)], "src"
                 ),
                 **scope.hashes(session, key),
@@ -432,7 +434,7 @@ def release_lhd(
         class_id, (plan, planned_rows), cells, chain_held = plan_live(
             planned, prior, Requirement.lhd(sensitive, int(l)), attribute_values, chains
         )
-        _refuse_unsafe(prior, cells, attribute_values)
+        refuse_unsafe(prior, cells, attribute_values)
         chosen = class_id >= 0
         same = unchanged(last, changes, ghosts, rows, chosen)
         if same is not None:
@@ -463,14 +465,14 @@ def release_lhd(
         )
         # With ghosts, their kept values join the source's (the class_ghosts column too).
         session.execute(
-            _sql(
+            render_sql(
                 session,
                 "lhd_write_release_ghosts" if ghosts.count else "lhd_write_release",
                 release=q(table),
-                labels=_idents(session, quasi, "a"),
-                sensitive=_idents(session, sensitive, "v"),
-                source_values=_idents(session, sensitive, "src"),
-                ghost_values=_idents(session, sensitive, "g"),
+                labels=idents(session, quasi, "a"),
+                sensitive=idents(session, sensitive, "v"),
+                source_values=idents(session, sensitive, "src"),
+                ghost_values=idents(session, sensitive, "g"),
                 source=src.qualified(session),
                 key=q(key),
             )
@@ -526,4 +528,4 @@ def release_lhd(
             seq=scope.seq,
         )
         catalog.record_release(session, summary)
-    return _summary(summary)
+    return summary_of(summary)

@@ -46,11 +46,11 @@ from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.models.ke_bounds import BLOCK
-from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewrite.catalog import BOUNDS_SCHEMA
-from sqlanon.rewrite.sqlbuild import cte as _cte
-from sqlanon.rewrite.sqlbuild import finish
-from sqlanon.rewrite.sqlbuild import fragment as _f
+from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
+from sqlanon.rewriter.catalog import BOUNDS_SCHEMA
+from sqlanon.rewriter.sqlbuild import cte as _cte
+from sqlanon.rewriter.sqlbuild import finish
+from sqlanon.rewriter.sqlbuild import fragment as _f
 
 
 def _col(table: str, name: str) -> exp.Column:

@@ -33,7 +33,7 @@ sum f*S, AVG est = their ratio; MIN/MAX est over sure rows and rows with f >= 1/
 GROUP BY a quasi column groups by its published label. lHD releases refuse NULL quasi
 and sensitive values, so COUNT(column) is COUNT(*).
 
-A release with ghosts (``class_ghosts``) is answered by :mod:`sqlanon.rewrite.lhd_ghosts`
+A release with ghosts (``class_ghosts``) is answered by :mod:`sqlanon.rewriter.lhd_ghosts`
 from the same per-row flags.
 """
 
@@ -47,12 +47,12 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
-from sqlanon.rewrite import lhd_ghosts
-from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewrite.catalog import LabelDomain
-from sqlanon.rewrite.sqlbuild import cte as _cte
-from sqlanon.rewrite.sqlbuild import finish
-from sqlanon.rewrite.sqlbuild import fragment as _f
+from sqlanon.rewriter import lhd_ghosts
+from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
+from sqlanon.rewriter.catalog import LabelDomain
+from sqlanon.rewriter.sqlbuild import cte as _cte
+from sqlanon.rewriter.sqlbuild import finish
+from sqlanon.rewriter.sqlbuild import fragment as _f
 
 # Component codes per row: 0 = never, 1 = possible, 2 = sure.
 _NEVER, _POSSIBLE, _SURE = 0, 1, 2
@@ -390,7 +390,7 @@ def build(query: Query) -> exp.Select:
     if release.domains is None:
         raise UnsupportedQueryError(
             f"release {release.table!r} is an lHD release whose hierarchies are not in the "
-            "catalog; build the catalog with sqlanon.api.release_catalog on DuckDB"
+            "catalog; build the catalog with sqlanon.intervals.release_catalog on DuckDB"
         )
     compiler = _Compiler(query)
     groups = [f"g{i}" for i in range(len(query.group_by))]

@@ -20,16 +20,16 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
-from sqlanon.rewrite import ke, lhd
-from sqlanon.rewrite.analyze import analyze
-from sqlanon.rewrite.catalog import (
+from sqlanon.rewriter import ke, lhd
+from sqlanon.rewriter.analyze import analyze
+from sqlanon.rewriter.catalog import (
     BOUNDS_SCHEMA,
     Catalog,
     LabelDomain,
     ReleaseInfo,
     catalog_from_rows,
 )
-from sqlanon.rewrite.limits import DEFAULT_LIMITS, QueryLimits, one_line
+from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line
 
 __all__ = [
     "Catalog",

@@ -5,7 +5,7 @@ tables"): its row carries the class's labels and its own sensitive values, and t
 release shows only ``class_ghosts``, the number of ghost rows of each class (g of its n
 rows). Any g-subset of the class's rows may be the ghosts; the truth counts real rows.
 
-Rows are judged sure / possible / never exactly as in :mod:`sqlanon.rewrite.lhd`. A
+Rows are judged sure / possible / never exactly as in :mod:`sqlanon.rewriter.lhd`. A
 *cell* holds the rows of one class with one output key (a class's rows share their
 labels, so grouping by quasi columns keeps classes whole; grouping by a sensitive column
 may split one). A cell of n_cell rows holds between gl = max(0, g - (n - n_cell)) and
@@ -44,10 +44,10 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from sqlanon.rewrite.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewrite.sqlbuild import cte as _cte
-from sqlanon.rewrite.sqlbuild import finish
-from sqlanon.rewrite.sqlbuild import fragment as _f
+from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
+from sqlanon.rewriter.sqlbuild import cte as _cte
+from sqlanon.rewriter.sqlbuild import finish
+from sqlanon.rewriter.sqlbuild import fragment as _f
 
 
 def _max0(e: str) -> str:

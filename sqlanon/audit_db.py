@@ -41,7 +41,9 @@ from sqlanon import audit_core, catalog, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 from sqlanon.models.cells import Requirement
-from sqlanon.release import _INTEGER, _NUMERIC, resolve_source
+from sqlanon.release.source import INTEGER as _INTEGER
+from sqlanon.release.source import NUMERIC as _NUMERIC
+from sqlanon.release.source import resolve_source
 
 _COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison", "by_chain")
 

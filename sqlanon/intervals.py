@@ -1,0 +1,162 @@
+"""Interval answers against a database: the rewriter's view of the releases in it (names
+analysts may use, the lHD labels' hierarchies) and the rewrite of an analyst's query,
+cached for (k,e) catalogs. Used by the Python API, the DuckDB functions and PostgreSQL's
+PL/Python functions alike."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from sqlanon.backends.base import Session
+from sqlanon.rewriter.limits import QueryLimits
+
+
+def release_catalog(session: Session) -> dict[str, Any]:
+    """The rewriter's view of every release in this database (names analysts may use)."""
+    return _catalog(session, _release_rows(session))
+
+
+def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
+    """``(family, version, table_name, model, parameters JSON, metrics JSON)`` of every
+    release, by family and version (the rewriter reads ``ghosts`` from the metrics)."""
+    if session.dialect == "postgres":
+        # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
+        # only the names and columns of each release, and its number of ghost rows.
+        sql = (
+            "SELECT family, version, table_name, model, CAST(jsonb_build_object("
+            "'quasi', quasi, 'sensitive', sensitive) AS text) AS parameters, "
+            "CAST(jsonb_build_object('ghosts', ghosts) AS text) AS metrics "
+            "FROM sqlanon.release_catalog()"
+        )
+    else:
+        sql = (
+            "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR), "
+            "CAST(metrics AS VARCHAR) FROM sqlanon.releases"
+        )
+    # sorted here (by family, version): cheaper than ORDER BY, and a stable cache key
+    return tuple(sorted(tuple(r) for r in session.query(sql)))
+
+
+def _catalog(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    from sqlanon.rewriter import catalog_from_rows
+
+    if not any(r[3] == "lhd" for r in rows):
+        return catalog_from_rows(rows)
+    if session.dialect == "postgres":
+        # ... nor sqlanon.hierarchies: another one shows the lHD releases' hierarchies.
+        found = session.query(
+            "SELECT table_name, quasi, value, level, label FROM sqlanon.release_hierarchies()"
+            " WHERE value IS NOT NULL"
+        )
+    else:
+        found = _lhd_hierarchy_rows(session, rows)
+    return catalog_from_rows(rows, _lhd_domains(session, rows, found))
+
+
+def session_rewrite(
+    session: Session,
+    sql: str,
+    dialect: str | None = None,
+    checkpoint: Callable[[], None] | None = None,
+) -> str:
+    """The interval SQL of ``sql`` against the releases of ``session``'s database.
+
+    Without lHD releases the catalog is just the release rows, so the SQL is cached on
+    (query, dialect, rows): a repeated query costs one read of ``sqlanon.releases``, and
+    any new release changes the rows. lHD catalogs also depend on hierarchies and
+    published labels and are rebuilt on every call. ``checkpoint`` is passed to the
+    rewriter (called between its steps); give the same function each time, it is part
+    of the cache key.
+    """
+    from sqlanon.catalog import query_limits
+    from sqlanon.rewriter import rewrite as rewrite_sql
+
+    dialect = dialect or session.dialect
+    limits = query_limits(session)  # the rewriter checks them before it parses
+    rows = _release_rows(session)
+    if any(r[3] == "lhd" for r in rows):
+        return rewrite_sql(sql, _catalog(session, rows), dialect, limits, checkpoint)
+    return _rewrite_ke(sql, dialect, rows, limits, checkpoint)
+
+
+@functools.lru_cache(maxsize=256)
+def _rewrite_ke(
+    sql: str,
+    dialect: str,
+    rows: tuple[tuple[Any, ...], ...],
+    limits: QueryLimits,
+    checkpoint: Callable[[], None] | None = None,
+) -> str:
+    from sqlanon.rewriter import catalog_from_rows
+    from sqlanon.rewriter import rewrite as rewrite_sql
+
+    return rewrite_sql(sql, catalog_from_rows(rows), dialect, limits, checkpoint)
+
+
+def _quasi_columns(parameters: Any) -> list[str]:
+    quasi = json.loads(parameters).get("quasi") or []
+    return [quasi] if isinstance(quasi, str) else list(quasi)
+
+
+def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """``(table_name, quasi column, value, level, label)`` for every ARX hierarchy row of
+    every lHD release's quasi column, read from ``sqlanon.hierarchies`` (DuckDB; on
+    PostgreSQL ``sqlanon.release_hierarchies()`` gives the same rows): the dataset is
+    the release source's table name, attributes match columns as in
+    :func:`sqlanon.release.lhd.attribute_name`."""
+    from sqlanon.release.lhd import attribute_name
+
+    by_attribute: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
+    for dataset, attribute, value, level, label in session.query(
+        "SELECT dataset, attribute, value, level, label FROM sqlanon.hierarchies"
+    ):
+        key = (str(dataset), attribute_name(str(attribute)))
+        by_attribute.setdefault(key, []).append((value, level, label))
+    found = []
+    for _family, _version, table, model, parameters, *_metrics in rows:
+        if model != "lhd":
+            continue
+        dataset = str(json.loads(parameters).get("source", "")).rsplit(".", 1)[-1]
+        for column in _quasi_columns(parameters):
+            for value, level, label in by_attribute.get((dataset, attribute_name(column)), []):
+                found.append((table, column, value, level, label))
+    return found
+
+
+def _lhd_domains(
+    session: Session, rows: Sequence[Sequence[Any]], hierarchy_rows: Iterable[Sequence[Any]]
+) -> dict[str, Any]:
+    """Per lHD release table, per quasi column: what its published labels may stand for.
+
+    ``hierarchy_rows`` are ``(table_name, quasi column, value, level, label)`` rows of
+    the columns' ARX hierarchies (public metadata); a column without any has a numeric
+    widths hierarchy, whose labels are read from the release table itself."""
+    from sqlanon.rewriter.catalog import label_domain
+
+    found: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
+    for table, column, value, level, label in hierarchy_rows:
+        found.setdefault((str(table), str(column)), []).append((value, level, label))
+    q = session.quote_ident
+    # The owner may drop old version tables (README, "Changing tables"): skip them.
+    present = {
+        str(r[0])
+        for r in session.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+    }
+    domains: dict[str, Any] = {}
+    for _family, _version, table, model, parameters, *_metrics in rows:
+        if model != "lhd" or str(table) not in present:
+            continue
+        per_column = {}
+        for column in _quasi_columns(parameters):
+            if (str(table), column) in found:
+                per_column[column] = label_domain(found[(str(table), column)])
+            else:
+                labels = session.query(f"SELECT DISTINCT {q(column)} FROM {q(table)}")  # noqa: S608
+                per_column[column] = label_domain(published=[r[0] for r in labels])
+        domains[str(table)] = per_column
+    return domains

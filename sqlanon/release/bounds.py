@@ -1,0 +1,122 @@
+"""The bounds table of a (k,e) release (layout: ``sqlanon.models.ke_bounds``): from the
+published records, from counts, or in SQL in the column's own arithmetic."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from sqlanon import sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import (
+    ConfigError,
+)
+from sqlanon.models import ke_bounds
+from sqlanon.release.source import (
+    INTEGER,
+    render_sql,
+)
+from sqlanon.release.state import (
+    grant_readers,
+)
+
+
+def exact_integers(sensitive_type: str, values: np.ndarray) -> bool:
+    """Integer values whose sums stay below 2**53: exact in float64 all the way."""
+    return bool(INTEGER.search(sensitive_type.lower())) and float(np.abs(values).sum()) < 2.0**53
+
+
+def write_bounds_sql(session: Session, bounds: str, release: str, sensitive: str) -> None:
+    session.execute(
+        render_sql(session, "ke_write_bounds", bounds=bounds, release=release, sensitive=sensitive)
+    )
+
+
+def write_bounds_rows(
+    session: Session,
+    bounds: str,
+    release: str,
+    sensitive: str,
+    sensitive_type: str,
+    values: np.ndarray,
+    group: np.ndarray,
+) -> None:
+    """Write the bounds table: each group's sorted values as runs with their sums
+    (layout: :mod:`sqlanon.models.ke_bounds`).
+
+    Integer values whose sums stay below 2**53 are exact in float64, so numpy computes
+    the table; anything else (DECIMAL, floats, larger integers) goes through SQL in the
+    column's own arithmetic so the bounds match the database's SUM exactly. Integers
+    whose absolute sum reaches 2**62 are refused: a lookup multiplies a value by a rank
+    count in 64-bit arithmetic.
+    """
+    if not exact_integers(sensitive_type, values):
+        if INTEGER.search(sensitive_type.lower()) and float(np.abs(values).sum()) >= 2.0**62:
+            raise ConfigError(
+                f"sensitive column {sensitive}: the sum of its absolute values reaches 2**62, "
+                "beyond what interval answers compute exactly; store it in coarser units "
+                "(e.g. thousands) or as DECIMAL"
+            )
+        write_bounds_sql(session, bounds, release, sensitive)
+        return
+    columns = ke_bounds.bounds_columns(values.astype(np.int64), group.astype(np.int64))
+    types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
+    types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
+    types.update(descending="BOOLEAN", prior_sum="BIGINT", total="BIGINT")
+    session.load_temp("_sqlanon_bounds", columns, types)
+    session.execute(render_sql(session, "ke_copy_bounds", bounds=bounds))
+    session.execute("DROP TABLE _sqlanon_bounds")
+
+
+def write_bounds_counts(
+    session: Session,
+    src: Any,
+    sensitive: str,
+    table: str,
+    values: np.ndarray,
+    counts: np.ndarray,
+    group: np.ndarray,
+) -> None:
+    """The bounds table from the published (value, count, group) entries: in numpy for
+    integers whose sums are exact in float64, else in SQL from the release table in the
+    column's own arithmetic (``release._write_bounds``'s rule)."""
+    q = session.quote_ident
+    bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
+    sensitive_type = src.columns[sensitive]
+    total = float((np.abs(values) * counts).sum())
+    if not (INTEGER.search(sensitive_type.lower()) and total < 2.0**53):
+        if INTEGER.search(sensitive_type.lower()) and total >= 2.0**62:
+            raise ConfigError(
+                f"sensitive column {q(sensitive)}: the sum of its absolute values reaches "
+                "2**62, beyond what interval answers compute exactly; store it in coarser "
+                "units (e.g. thousands) or as DECIMAL"
+            )
+        write_bounds_sql(session, bounds, q(table), q(sensitive))
+        return
+    columns = ke_bounds.bounds_from_counts(values.astype(np.int64), counts, group)
+    types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
+    types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
+    types.update(descending="BOOLEAN", prior_sum="BIGINT", total="BIGINT")
+    session.load_temp("_sqlanon_bounds", columns, types)
+    session.execute(render_sql(session, "ke_copy_bounds", bounds=bounds))
+    session.execute("DROP TABLE _sqlanon_bounds")
+
+
+def rebuild_ke_bounds(session: Session) -> None:
+    """Rewrite the bounds table of every (k,e) release from its release table, in the
+    current layout (migration 003; a release table its owner dropped is skipped)."""
+    q = session.quote_ident
+    schema = session.query("SELECT current_schema()")[0][0]
+    exists = sqltext.load(session.dialect, "relation_exists")
+    # The catalog as migration 003 knows it (later migrations add columns).
+    for table, parameters in session.query(
+        "SELECT table_name, CAST(parameters AS VARCHAR) FROM sqlanon.releases WHERE model = 'ke'"
+    ):
+        if not session.query(exists, [schema, table]):
+            continue
+        bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
+        session.execute(f"DROP TABLE IF EXISTS {bounds}")
+        write_bounds_sql(session, bounds, q(table), q(json.loads(parameters)["sensitive"]))
+        grant_readers(session, [bounds])

@@ -1,0 +1,220 @@
+"""The source of a release, checked against the database's catalog: its table and
+columns, the roles a call gives them, the counts that decide whether it can be
+released, and the helpers that put checked names into SQL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlanon import catalog, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.errors import (
+    AmbiguousNameError,
+    ConfigError,
+    InfeasibleError,
+    UndefinedColumnError,
+    UndefinedTableError,
+)
+
+NUMERIC = re.compile(
+    r"^(u?(tiny|small|big|huge)?int(eger)?\d*|decimal.*|numeric.*|double.*|float\d*|real)$"
+)
+
+
+JOINABLE = re.compile(
+    r"^(varchar.*|text|character.*|char.*|uuid|date|timestamp.*|decimal.*|numeric.*)$"
+)
+
+
+# Integer types that fit int64: their keys join natively, their sums are exact in float64.
+INTEGER = re.compile(r"^(tinyint|smallint|integer|int|bigint|int2|int4|int8)$")
+
+
+RESERVED = {"group_id", "class_id"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source table checked against the database's catalog."""
+
+    schema: str
+    table: str
+    columns: dict[str, str]  # name -> data type, as the database reports them
+
+    @property
+    def label(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def qualified(self, session: Session) -> str:
+        return f"{session.quote_ident(self.schema)}.{session.quote_ident(self.table)}"
+
+    def column(self, name: object, role: str) -> str:
+        """The column's real name; a clear error when it does not exist.
+
+        ``'"Age"'`` (quoted as in SQL) is the column Age exactly; an unquoted name
+        matches ignoring case, and is refused when several columns differ only in case.
+        """
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{role} must be a column name of {self.label}, got {name!r}")
+        bare, quoted = sqltext.unquote(name)
+        found = [c for c in self.columns if (c == bare if quoted else c.lower() == bare.lower())]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise AmbiguousNameError(
+                f"{role} column {name!r} matches columns {', '.join(map(quoted_name, found))} of "
+                f"{self.label}, which differ only in case: quote the one you mean, e.g. "
+                f"{quoted_name(found[0])!r}"
+            )
+        raise UndefinedColumnError(
+            f"{role} column {name!r} is not in {self.label}; "
+            f"its columns are: {', '.join(self.columns)}"
+        )
+
+
+def quoted_name(name: str) -> str:
+    """A name as SQL quotes it (for messages)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def resolve_source(session: Session, source: object) -> Source:
+    """Find ``table`` or ``schema.table`` in information_schema (never trust the text).
+
+    Each part may be quoted as in SQL (``"Clinic"."MixedCase"``: matched exactly); an
+    unquoted part matches ignoring case, and a name matching several tables that differ
+    only in case is refused. An unqualified table is looked up in current_schema().
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(f"source must be a table name, got {source!r}")
+    parts = sqltext.split_name(source, "source")
+    if len(parts) > 2:
+        raise ConfigError(f"source {source!r}: use table or schema.table")
+    if len(parts) == 2:
+        (schema, schema_quoted), (table, table_quoted) = parts
+    else:
+        schema, schema_quoted = session.query("SELECT current_schema()")[0][0], True
+        table, table_quoted = parts[0]
+
+    def fits(found: str, name: str, quoted: bool) -> bool:
+        return found == name if quoted else found.lower() == name.lower()
+
+    rows = session.query(sqltext.load(session.dialect, "find_tables"), [schema, table])
+    matching = [
+        (s, t) for s, t in rows if fits(s, schema, schema_quoted) and fits(t, table, table_quoted)
+    ]
+    found = list(dict.fromkeys(matching))  # DuckDB: once per attached database
+    if len(found) > 1:
+        names = ", ".join(f"{quoted_name(s)}.{quoted_name(t)}" for s, t in found)
+        raise AmbiguousNameError(
+            f"source {source!r} matches tables {names}, which differ only in case: "
+            f"quote the one you mean, e.g. '{quoted_name(found[0][0])}.{quoted_name(found[0][1])}'"
+        )
+    if not found:
+        raise UndefinedTableError(
+            f"source table {source!r} does not exist (looked in schema {schema!r}); "
+            "give an existing table as table or schema.table (quote mixed-case names: "
+            '"Clinic"."MixedCase")'
+        )
+    schema, table = found[0]
+    if schema == "sqlanon":
+        raise ConfigError("the sqlanon catalog cannot be a release source")
+    columns = dict(session.query(sqltext.load(session.dialect, "table_columns"), [schema, table]))
+    return Source(schema, table, columns)
+
+
+def render_sql(session: Session, name: str, **idents: str) -> str:
+    return sqltext.render(sqltext.load(session.dialect, name), **idents)
+
+
+def idents(session: Session, names: Sequence[str], alias: str | None = None) -> str:
+    prefix = f"{session.quote_ident(alias)}." if alias else ""
+    return ", ".join(prefix + session.quote_ident(n) for n in names)
+
+
+def check_names(family: object, quasi: object, sensitive: list[str], key: str) -> list[str]:
+    sqltext.check_family(family)
+    if isinstance(quasi, str) or not isinstance(quasi, Sequence):
+        raise ConfigError(f"quasi must be a list of column names, got {quasi!r}")
+    quasi = list(quasi)
+    if len(set(quasi)) != len(quasi):
+        raise ConfigError(f"quasi lists a column twice: {quasi}")
+    clash = (set(quasi) & set(sensitive)) | ({key} & (set(quasi) | set(sensitive)))
+    if clash:
+        raise ConfigError(
+            f"columns {sorted(clash)} are given more than one role (key, quasi, sensitive); "
+            "each column has one role"
+        )
+    reserved = RESERVED & (set(quasi) | set(sensitive))
+    if reserved:
+        raise ConfigError(f"columns named {sorted(reserved)} clash with sqlanon's own; rename them")
+    return quasi
+
+
+def check_target(session: Session, family: str, version: int) -> str:
+    """The new table's name; refuse to overwrite anything sqlanon did not create."""
+    table = f"{family}_v{version}"
+    schema = session.query("SELECT current_schema()")[0][0]
+    exists = sqltext.load(session.dialect, "relation_exists")
+    names = [table] if version > 1 else [family, table]
+    for name in names:
+        if session.query(exists, [schema, name]):
+            raise ConfigError(
+                f"a table or view named {name!r} already exists in schema {schema!r}; "
+                "choose another family name or drop it"
+            )
+    return table
+
+
+def check_unchanged(
+    family: str, last: catalog.Release | None, parameters: dict[str, Any], fixed: Sequence[str]
+) -> None:
+    if last is None:
+        return
+    changed = [p for p in fixed if last.parameters.get(p) != parameters[p]]
+    if changed:
+        was = {p: last.parameters.get(p) for p in changed}
+        now = {p: parameters[p] for p in changed}
+        raise ConfigError(
+            f"family {family!r} was released with {was}; this call asks for {now}. "
+            "A family keeps its source, columns and privacy parameters: start a new family"
+        )
+
+
+def profile_source(session: Session, source: Source, key: str, sensitive: str | None) -> int:
+    """Row count, after refusing NULL or duplicate keys and NULL sensitive values."""
+    q = session.quote_ident
+    n, keys_present, keys_distinct, values_present = session.query(
+        render_sql(
+            session,
+            "source_profile",
+            key=q(key),
+            sensitive=q(sensitive or key),
+            source=source.qualified(session),
+        )
+    )[0]
+    if n == 0:
+        raise InfeasibleError(f"source {source.label} is empty: there is nothing to release")
+    if keys_present < n:
+        raise ConfigError(
+            f"key column {key!r} has {n - keys_present} NULL values; every record needs a key"
+        )
+    if keys_distinct < n:
+        dupes = [
+            r[0]
+            for r in session.query(
+                render_sql(session, "duplicate_keys", key=q(key), source=source.qualified(session))
+            )
+        ]
+        raise ConfigError(
+            f"key column {key!r} is not unique ({n - keys_distinct} duplicates, e.g. "
+            f"{', '.join(dupes)}); give a column that identifies each record"
+        )
+    if sensitive is not None and values_present < n:
+        raise ConfigError(
+            f"sensitive column {sensitive!r} has {n - values_present} NULL values; "
+            "fill or filter them (e.g. release from a view WHERE it IS NOT NULL)"
+        )
+    return int(n)
