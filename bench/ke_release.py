@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import pstats
+import shutil
 import statistics
 import subprocess
 import sys
@@ -144,7 +145,11 @@ def child(mode: str, db: str, family: str) -> dict[str, Any]:
             con.execute(SORT_SQL)
             out["seconds"] = time.perf_counter() - start
             con.execute("DROP TABLE t2")
-        elif mode == "release":
+        elif mode in ("release", "release_rows"):
+            if mode == "release_rows":  # the row path, as every release ran before issue 13
+                from sqlanon.release import ke_engine
+
+                ke_engine.release_ke = lambda *args, **kwargs: None  # type: ignore[assignment]
             # Python's own heap (numpy included; DuckDB's buffers are not Python's) peaks
             # with what the release holds in Python: counts, not rows.
             tracemalloc.start()
@@ -175,19 +180,37 @@ def run_child(mode: str, db: Path, family: str = "fam") -> dict[str, Any]:
 # ----------------------------------------------------------------------------- main run
 
 
-def repetition(n: int, rep: int, workdir: Path) -> dict[str, Any]:
+def repetition(n: int, rep: int, workdir: Path, row_path: bool) -> dict[str, Any]:
     db = workdir / f"bench_{n}_{rep}.duckdb"
+    rows_db = workdir / f"bench_{n}_{rep}_rows.duckdb"
     seed = 1000 * rep + n % 997
     build_file(db, n, seed)
+    if row_path:
+        shutil.copy(db, rows_db)
     base = run_child("baseline", db)
     a = run_child("sort", db)
     b = run_child("release", db)
+    b_rows = run_child("release_rows", rows_db) if row_path else None
     grown = grow_file(db, n, seed)
+    c_rows = None
+    if row_path:
+        con = duckdb.connect(str(rows_db))
+        try:  # the same appended rows
+            con.execute(f"ATTACH '{db}' AS grown (READ_ONLY)")
+            con.execute("INSERT INTO t SELECT * FROM grown.t WHERE id >= ?", [n])
+        finally:
+            con.close()
+        c_rows = run_child("release_rows", rows_db)
     c = run_child("release", db)
     d = run_child("sort", db)
-    for stale in (db, Path(f"{db}.wal")):
+    for stale in (db, Path(f"{db}.wal"), rows_db, Path(f"{rows_db}.wal")):
         stale.unlink(missing_ok=True)
     return {
+        "rows_b": b_rows["seconds"] if b_rows else None,
+        "rows_c": c_rows["seconds"] if c_rows else None,
+        "rows_python_kib": (
+            max(b_rows["python_peak_kib"], c_rows["python_peak_kib"]) if b_rows and c_rows else None
+        ),
         "n": n,
         "grown": grown,
         "a": a["seconds"],
@@ -211,12 +234,25 @@ def _mib(kib: float) -> str:
     return f"{kib / 1024:,.0f}"
 
 
+def row_path(rows: list[dict[str, Any]]) -> str:
+    """The row path's median times and Python heap, or a dash where it was not run."""
+    timed = [r for r in rows if r["rows_b"] is not None]
+    if not timed:
+        return "– | –"
+    med = statistics.median
+    return (
+        f"{med(r['rows_b'] for r in timed):.2f} / {med(r['rows_c'] for r in timed):.2f} "
+        f"| {med(r['rows_python_kib'] for r in timed) / 1024:,.0f}"
+    )
+
+
 def table(results: list[dict[str, Any]], reps: int) -> str:
     lines = [
         "| rows (v1 → v2) | (a) sort v1 s | (b) release v1 s | b/a | (d) sort v2 s "
         "| (c) release v2 s | c/d | release peak RSS MiB | baseline MiB | release − baseline MiB "
-        "| Python heap peak MiB | sort peak MiB | v2 held back | groups v1 / v2 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Python heap peak MiB | sort peak MiB | v2 held back | groups v1 / v2 "
+        "| row path v1 / v2 s | row path Python heap MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_n: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
@@ -234,7 +270,7 @@ def table(results: list[dict[str, Any]], reps: int) -> str:
             f"| **{med('c_over_d'):.1f}** | {_mib(med('release_kib'))} | {_mib(med('base_kib'))} "
             f"| **{_mib(delta)}** | **{med('python_kib') / 1024:,.1f}** "
             f"| {_mib(med('sort_kib'))} | {last['v2']['held_back']:,} "
-            f"| {last['v1']['groups']:,} / {last['v2']['groups']:,} |"
+            f"| {last['v1']['groups']:,} / {last['v2']['groups']:,} | {row_path(rows)} |"
         )
     header = (
         f"### (k,e) release vs a sorted copy (DuckDB file, k={K}, e={E:g})\n\n"
@@ -248,7 +284,9 @@ def table(results: list[dict[str, Any]], reps: int) -> str:
         "*release − baseline* is the release's own peak; *Python heap peak*: tracemalloc's "
         "peak during the release (Python objects and numpy arrays; DuckDB's own buffers are "
         "not in it). With `--memory` every child runs under that DuckDB `memory_limit` "
-        "(beyond it DuckDB spills to disk). (a)/(d): "
+        "(beyond it DuckDB spills to disk). *Row path*: the same two releases on a copy of "
+        "the file with the engine path turned off, as every (k,e) release ran before "
+        "issue 13 (rows read into numpy, planned, written back). (a)/(d): "
         f"`{SORT_SQL}`; (b)/(c): `sqlanon.release_ke(con, 't', 'fam', key='id', "
         "sensitive='s', quasi=['age', 'zip', 'sex'], k=5, e=20)`, first version on n rows, "
         "second after appending n/10 rows. Target (issue 13): b/a and c/d <= 3 at 10^6 and "
@@ -359,7 +397,15 @@ def main() -> None:
     parser.add_argument("--no-report", action="store_true", help="print, do not write")
     parser.add_argument("--memory", help="DuckDB memory_limit of every child, e.g. 8GB")
     parser.add_argument(
-        "--child", choices=["baseline", "sort", "release", "profile"], help=argparse.SUPPRESS
+        "--row-path-upto",
+        type=int,
+        default=10_000_000,
+        help="also time the row path (before issue 13) on a copy, up to this many rows",
+    )
+    parser.add_argument(
+        "--child",
+        choices=["baseline", "sort", "release", "release_rows", "profile"],
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--family", default="fam", help=argparse.SUPPRESS)
@@ -376,7 +422,7 @@ def main() -> None:
         results = []
         for n in args.sizes:
             for rep in range(args.reps if n < 10**8 else 1):
-                r = repetition(n, rep, Path(tmp))
+                r = repetition(n, rep, Path(tmp), n <= args.row_path_upto)
                 results.append(r)
                 print(
                     f"n={n:,} rep {rep}: a {r['a']:.2f}s b {r['b']:.2f}s c {r['c']:.2f}s "
