@@ -48,9 +48,16 @@ def append_schedule(n: int, parts: int = PARTS) -> list[int]:
 
 
 def run_experiment(
-    con: duckdb.DuckDBPyConnection, k: int, e: float, strategies: tuple[str, ...]
+    con: duckdb.DuckDBPyConnection,
+    k: int,
+    e: float,
+    strategies: tuple[str, ...],
+    counts: list[int] | None = None,
+    audit: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Release after every append for each strategy; rows per version with the audit.
+    ``counts``: the table's rows at each version (default :func:`append_schedule`);
+    ``audit`` False leaves the audit out (``exposed`` is then absent).
 
     Releases of one source compose (they share a domain), so each strategy releases its
     own copy of the table under a domain of its own (``domain :=``, the explicit way to
@@ -59,7 +66,7 @@ def run_experiment(
     by key as an attacker holding them all would.
     """
     n = load_adult(con)
-    counts = append_schedule(n)
+    counts = counts or append_schedule(n)
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
     independent: list[tuple[str, int]] = []
     session = DuckDBSession(con)
@@ -104,7 +111,7 @@ def run_experiment(
                 summary["version"] = version
                 results[strategy].append(summary)
             loaded = count
-        for strategy in strategies:
+        for strategy in strategies if audit else ():
             if strategy == "independent":
                 audits = audit_versions(session, independent)
             else:
