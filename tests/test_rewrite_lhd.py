@@ -407,3 +407,26 @@ def test_lhd_without_hierarchies_is_refused() -> None:
     info = ReleaseInfo("p", 1, "p_v1", "lhd", ("age",), ("salary",))
     with pytest.raises(UnsupportedQueryError, match="hierarchies"):
         rewrite("SELECT COUNT(*) FROM p", {"p": info})
+
+
+def test_or_of_several_partly_matching_labels_runs_in_double_precision() -> None:
+    """An OR over three columns whose labels match only in part multiplies three
+    fractions; as DECIMAL literals their product needed scale 51 and DuckDB refused
+    ("Needed scale 51 ... Max scale is 38"). The fractions are DOUBLE now."""
+    con = duckdb.connect()
+    sqlanon.install(con)
+    load_adult(con, "adult")
+    sqlanon.load_hierarchies(con, "adult")
+    quasi = ["marital_status", "occupation", "education", "sex", "age"]
+    sqlanon.release_lhd(
+        con, "adult", "a1", key="id", quasi=quasi[:2], sensitive=["capital_loss"], l=2
+    )
+    sqlanon.release_lhd(con, "adult", "a2", key="id", quasi=quasi, sensitive=["capital_loss"], l=2)
+    where = "marital_status = 'Separated' OR occupation = 'Adm-clerical' OR education = 'HS-grad'"
+    answer = sqlanon.interval(con, f"SELECT AVG(capital_loss) AS a FROM a2 WHERE {where}")[0]  # noqa: S608
+    truth = con.execute(
+        f"SELECT AVG(capital_loss) FROM adult WHERE ({where}) AND CAST(id AS VARCHAR) IN "  # noqa: S608
+        "(SELECT record_key FROM sqlanon.members WHERE family = 'a2' AND status = 'published')"
+    ).fetchone()[0]
+    assert answer["a_low"] <= truth <= answer["a_high"]
+    assert answer["a_low"] <= answer["a_est"] <= answer["a_high"]

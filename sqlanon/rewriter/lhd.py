@@ -357,7 +357,13 @@ class _Compiler:
             )
         # A label the catalog does not know may or may not satisfy the condition.
         code = self._add(exp.Case(ifs=codes, default=exp.Literal.number(_POSSIBLE)))
-        frac = self._add(exp.Case(ifs=fractions, default=_f("0.5")))
+        # DOUBLE, not DECIMAL: products of a few fractions of 17 digits overflow DuckDB's
+        # decimal scale (38) in the OR's inclusion-exclusion
+        frac = self._add(
+            exp.Cast(
+                this=exp.Case(ifs=fractions, default=_f("0.5")), to=exp.DataType.build("DOUBLE")
+            )
+        )
         return _Flags(
             _f(f"{code.sql()} >= {_POSSIBLE}"),
             _f(f"{code.sql()} = {_SURE}"),
