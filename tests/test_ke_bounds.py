@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlanon.models.ke_bounds import COLUMNS, bounds_columns, bounds_from_counts
+from sqlanon.models.ke_bounds import COLUMNS, bounds_columns
 from tests.test_rewrite_support import bounds_rows
 
 groups_of_values = st.lists(
@@ -54,19 +54,3 @@ def test_lookups_give_the_order_statistics(values: list[int]) -> None:
         assert down["prior_sum"] + (r - down["lo_rank"] + 1) * down["value"] == sum(
             ordered[n - r :]
         )
-
-
-@settings(max_examples=150, deadline=None)
-@given(groups_of_values, st.integers(1, 4))
-def test_counts_give_the_same_rows(groups: list[list[int]], pieces: int) -> None:
-    """The engine path's bounds, from (group, value, count) entries (one (group, value)
-    possibly split over several entries), are the record path's rows exactly."""
-    values = np.array([v for g in groups for v in g], dtype=np.int64)
-    group = np.array([i for i, g in enumerate(groups) for _ in g], dtype=np.int64)
-    expected = bounds_columns(values, group)
-    entry = np.random.default_rng(len(values)).integers(0, pieces, len(values))
-    key = np.stack([group, values, entry], axis=1)
-    unique, counts = np.unique(key, axis=0, return_counts=True)
-    got = bounds_from_counts(unique[:, 1], counts, unique[:, 0])
-    for name in COLUMNS:
-        assert got[name].tolist() == expected[name].tolist(), name

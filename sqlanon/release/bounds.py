@@ -79,9 +79,9 @@ def write_bounds_counts(
     counts: np.ndarray,
     group: np.ndarray,
 ) -> None:
-    """The bounds table from the published (value, count, group) entries: in numpy for
-    integers whose sums are exact in float64, else in SQL from the release table in the
-    column's own arithmetic (``release._write_bounds``'s rule)."""
+    """The bounds table from the published (value, count, group) entries, in SQL: from
+    the runs for integers whose sums are exact in float64, else from the release table
+    in the column's own arithmetic (:func:`write_bounds_rows`'s rule)."""
     q = session.quote_ident
     bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
     sensitive_type = src.columns[sensitive]
@@ -95,13 +95,15 @@ def write_bounds_counts(
             )
         write_bounds_sql(session, bounds, q(table), q(sensitive))
         return
-    columns = ke_bounds.bounds_from_counts(values.astype(np.int64), counts, group)
-    types = dict.fromkeys(ke_bounds.COLUMNS, "INTEGER")
-    types.update(value=sensitive_type, vmin=sensitive_type, vmax=sensitive_type)
-    types.update(descending="BOOLEAN", prior_sum="BIGINT", total="BIGINT")
-    session.load_temp("_sqlanon_bounds", columns, types)
-    session.execute(render_sql(session, "ke_copy_bounds", bounds=bounds))
-    session.execute("DROP TABLE _sqlanon_bounds")
+    # The runs go to the engine, which expands them into blocks (the table has a row
+    # per 64 records of a run: built here, it would hold Python memory for every record).
+    session.load_temp(
+        "_sqlanon_runs",
+        {"group_id": group.astype(np.int64), "value": values.astype(np.int64), "c": counts},
+        {"group_id": "INTEGER", "value": sensitive_type, "c": "BIGINT"},
+    )
+    session.execute(render_sql(session, "ke_bounds_from_runs", bounds=bounds))
+    session.execute("DROP TABLE _sqlanon_runs")
 
 
 def rebuild_ke_bounds(session: Session) -> None:
