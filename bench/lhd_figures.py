@@ -456,7 +456,7 @@ def markdown(result: dict[str, Any], quick: bool) -> str:
         ),  # fmt: skip
         f"**Agreement**: {crossover(sa)}.\n",
         "### The seed's greedy under the cell rule (release 2)\n",
-        "Earlier sessions saw the seed's greedy collapse in release 2 under the seed's "
+        "Issue 15 reports the seed's greedy collapsing in release 2 under the seed's "
         "set-based comparison constraint (PREC 0.51-1.00). Under the cell rule as planned "
         "now, the numbers by #QI (PREC auto / greedy, suppressed auto / greedy, and the "
         "mean number of release-1 classes a release-2 class draws from, auto / greedy: 1 "
