@@ -348,13 +348,27 @@ def verdict(rows: list[dict[str, Any]], figure: str) -> str:
     leak_naive = max((r["naive"]["by_cell"] for r in rows if r["naive"]), default=0)
     leak_auto = max((r["auto"]["by_cell"] for r in rows if r["auto"]), default=0)
     speed = f"{statistics.median(speedups):.1f}x" if speedups else "n/a"
+    discards = [r["naive"]["discard"] for r in rows if r["naive"] and r["naive"]["discard"]]
+    discard = ""
+    if figure == "append" and len(discards) >= 2:
+        moved = "falls" if discards[-1] < discards[0] else "rises"
+        discard = (
+            f" The share of candidates the overlap test discards {moved} from "
+            f"{discards[0]:.1%} to {discards[-1]:.1%} ("
+            + ("agrees" if moved == "falls" else "disagrees")
+            + " with Fig. 22, where it falls as appends grow)."
+        )
+    expected = {"k": "falls", "e": "falls", "partitions": "rises", "append": "rises"}[figure]
+    seen = trend("paper")
     return (
-        f"Paper's planner time {trend('paper')} along the grid; naive / paper planner time "
+        f"The seeds' algorithm's planner time {seen} along the grid "
+        f"({'agrees' if seen == expected else 'disagrees'}: the seed says it {expected}); "
+        "naive / paper planner time "
         f"median {speed} (the seeds: hundreds to thousands of times; our naive shares the "
         f"seeds' vectorised Definition 5 test, theirs re-ran everything). naive+overlap = "
         f"paper in {same} of {len(rows)} settings (their claim that the last release "
         f"suffices, under their breach test). Exposed by the cell check, worst setting: "
-        f"paper {leak_paper}, naive {leak_naive}, auto {leak_auto}."
+        f"paper {leak_paper}, naive {leak_naive}, auto {leak_auto}.{discard}"
     )
 
 
