@@ -221,7 +221,7 @@ def utility(workdir: Path, count: int, seed: int) -> str:
             skipped = missed = 0
             for form, where in queries:
                 truth = con.execute(
-                    "SELECT avg(capital_loss) FROM (SELECT a.* FROM adult AS a "  # noqa: S608
+                    "SELECT avg(capital_loss) FROM (SELECT a.* FROM adult_all AS a "  # noqa: S608
                     "JOIN sqlanon.members AS m ON m.record_key = CAST(a.id AS VARCHAR) "
                     "WHERE m.family = 'adult_auto' AND m.version = $1 "
                     f"AND m.status = 'published') WHERE {where}",
