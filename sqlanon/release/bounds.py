@@ -4,7 +4,6 @@ published records, from counts, or in SQL in the column's own arithmetic."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import numpy as np
 
@@ -14,10 +13,7 @@ from sqlanon.errors import (
     ConfigError,
 )
 from sqlanon.models import ke_bounds
-from sqlanon.release.source import (
-    INTEGER,
-    render_sql,
-)
+from sqlanon.release.source import INTEGER, Source, render_sql
 from sqlanon.release.state import (
     grant_readers,
 )
@@ -72,7 +68,7 @@ def write_bounds_rows(
 
 def write_bounds_counts(
     session: Session,
-    src: Any,
+    src: Source,
     sensitive: str,
     table: str,
     values: np.ndarray,

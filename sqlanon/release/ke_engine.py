@@ -28,7 +28,6 @@ import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -39,8 +38,8 @@ from sqlanon.models import ke
 from sqlanon.models.cells import Requirement
 from sqlanon.release import bounds
 from sqlanon.release.plan import plan_live
-from sqlanon.release.source import render_sql
-from sqlanon.release.state import refuse_unsafe
+from sqlanon.release.source import Source, render_sql
+from sqlanon.release.state import DomainScope, refuse_unsafe
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
@@ -96,7 +95,7 @@ def _drop_temp(session: Session) -> None:
 def release_ke(
     session: Session,
     *,
-    src: Any,
+    src: Source,
     family: str,
     key: str,
     sensitive: str,
@@ -105,7 +104,7 @@ def release_ke(
     e: float,
     policy: str,
     seed: int | None,
-    scope: Any,
+    scope: DomainScope,
     last: catalog.Release | None,
     version: int,
     table: str,
@@ -167,7 +166,7 @@ def _carried(session: Session, columns: Sequence[str]) -> tuple[str, str, dict[s
 
 def _release(
     session: Session,
-    src: Any,
+    src: Source,
     family: str,
     key: str,
     sensitive: str,
@@ -176,7 +175,7 @@ def _release(
     e: float,
     policy: str,
     seed: int | None,
-    scope: Any,
+    scope: DomainScope,
     last: catalog.Release | None,
     version: int,
     table: str,
@@ -363,7 +362,7 @@ def _release(
     )
 
 
-def _linked(session: Session, scope: Any) -> set[str]:
+def _linked(session: Session, scope: DomainScope) -> set[str]:
     """Every incarnation (key or ghost id) of a chain of the domain (changed values)."""
     if scope.last is None:
         return set()
