@@ -21,6 +21,7 @@ column of ``t`` (so DuckDB paged the table in) and did nothing else.
 
     .venv/bin/python bench/ke_release.py [--sizes 10000 1000000 10000000 100000000] [--reps 3]
     .venv/bin/python bench/ke_release.py --profile 1000000   # where release time goes
+                                                              # (section ke_release_profile)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import json
 import os
 import platform
 import pstats
+import re
 import shutil
 import statistics
 import subprocess
@@ -389,6 +391,24 @@ def profile(n: int, workdir: Path) -> str:
     return first + second
 
 
+def profile_section(n: int, text: str) -> str:
+    """The profile of :func:`profile` as a BENCHMARKS.md section."""
+    return "\n".join([
+        f"### Where a (k,e) release's time goes in DuckDB ({n:,} rows, then +{n // 10:,})",
+        "",
+        f"`bench/ke_release.py --profile {n}`, {time.strftime('%Y-%m-%d')}, "
+        f"{platform.machine()}, {os.cpu_count()} cores, DuckDB {duckdb.__version__}. One "
+        "release pair, each in a fresh child process; statements are timed one by one "
+        "(seconds summed over calls, the first 60 characters of their text), then the RSS "
+        "high-water growth per statement (the Python profile: run it). For the yardstick, the "
+        "`ke_release` section's sorted copy of the same table.",
+        "",
+        "```",
+        re.sub(r"\ncProfile by .*?(?=\n## release|\Z)", "", text, flags=re.S).strip(),
+        "```",
+    ]) + "\n"  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -417,7 +437,14 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="sqlanon_bench_") as tmp:
         if args.profile:
-            print(profile(args.profile, Path(tmp)))
+            text = profile(args.profile, Path(tmp))
+            print(text)
+            if not args.no_report:
+                sys.path.insert(0, str(Path(__file__).resolve().parent))
+                import report
+
+                print("wrote", report.replace_section("ke_release_profile", profile_section(
+                    args.profile, text)))  # fmt: skip
             return
         results = []
         for n in args.sizes:
