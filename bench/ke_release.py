@@ -401,7 +401,8 @@ def profile_section(n: int, text: str) -> str:
         "release pair, each in a fresh child process; statements are timed one by one "
         "(seconds summed over calls, the first 60 characters of their text), then the RSS "
         "high-water growth per statement (the Python profile: run it). For the yardstick, the "
-        "`ke_release` section's sorted copy of the same table.",
+        "`ke_release` section's sorted copy of the same table. Load average when it "
+        f"ended: {os.getloadavg()[0]:.1f} (on 2 cores; shares matter here, not seconds).",
         "",
         "```",
         re.sub(r"\ncProfile by .*?(?=\n## release|\Z)", "", text, flags=re.S).strip(),
@@ -416,6 +417,9 @@ def main() -> None:
     parser.add_argument("--profile", type=int, metavar="N", help="profile one release pair")
     parser.add_argument("--no-report", action="store_true", help="print, do not write")
     parser.add_argument("--memory", help="DuckDB memory_limit of every child, e.g. 8GB")
+    parser.add_argument(
+        "--section", default="ke_release", help="BENCHMARKS.md section to write (ke_release)"
+    )
     parser.add_argument(
         "--row-path-upto",
         type=int,
@@ -468,7 +472,7 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import report
 
-        print("wrote", report.replace_section("ke_release", markdown))
+        print("wrote", report.replace_section(args.section, markdown))
 
 
 if __name__ == "__main__":
