@@ -32,9 +32,10 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
             "FROM sqlanon.release_catalog()"
         )
     else:
+        text = "STRING" if session.dialect == "spark" else "VARCHAR"  # Spark: no VARCHAR
         sql = (
-            "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR), "
-            "CAST(metrics AS VARCHAR) FROM sqlanon.releases"
+            f"SELECT family, version, table_name, model, CAST(parameters AS {text}), "  # noqa: S608
+            f"CAST(metrics AS {text}) FROM sqlanon.releases"
         )
     # sorted here (by family, version): cheaper than ORDER BY, and a stable cache key
     return tuple(sorted(tuple(r) for r in session.query(sql)))

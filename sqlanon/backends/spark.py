@@ -1,0 +1,476 @@
+"""Spark backend: a :class:`Session` over a ``pyspark.sql.SparkSession``.
+
+Spark SQL has no transactions, no temporary tables and no ``information_schema``;
+this module gives the release machinery what it needs of them:
+
+- **Parameters.** SQL keeps sqlanon's ``$1, $2`` placeholders; they become Spark's
+  named parameter markers (``:p1``) bound through ``spark.sql(sql, args=...)``
+  (Spark >= 3.4), so values never enter the text.
+- **Temporary tables.** ``CREATE TEMP TABLE name AS query`` (the common SQL's only
+  form) is materialized as a parquet table in database ``sqlanon_work`` behind a
+  temporary view ``name``: a Spark view is lazy, and the release must read the source
+  and its state once, not again in every later statement. :meth:`load_temp` makes a
+  temporary view over a small local DataFrame (plans and ids: aggregates only).
+- **Commit point.** Catalog tables (database ``sqlanon``) are append-only parquet
+  tables. A writing transaction notes the data files each catalog table has and every
+  table and view it creates; the catalog row in ``sqlanon.releases`` is written last.
+  On an exception everything else is undone (new data files deleted, created tables
+  dropped, replaced views put back). The notes are kept in ``sqlanon.pending`` before
+  any write, so a driver that died mid-release is cleaned up by the next transaction:
+  if ``sqlanon.releases`` gained no file, what the dead one wrote is removed.
+- **Locks.** Writing transactions of one Python process run one at a time (a process
+  lock: the undo deletes files, so two must not interleave). Nothing serializes two
+  driver processes: release a domain from one driver at a time.
+- **Catalog listing.** Tables and columns come from ``spark.catalog``
+  (:meth:`SparkSqlSession.find_tables`, :meth:`SparkSqlSession.table_columns`).
+
+``pyspark`` is imported only when a SparkSession is used (``import sqlanon`` never
+needs it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from sqlanon.errors import ConfigError
+
+#: Where temporary tables are materialized (parquet tables behind temporary views).
+WORK_DATABASE = "sqlanon_work"
+
+_TEMP_TABLE = re.compile(
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+AS\s+(.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_DROP_TABLE = re.compile(
+    r"^\s*DROP\s+TABLE\s+(IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*$", re.IGNORECASE
+)
+_IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
+_CREATES = re.compile(
+    rf"^\s*CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    rf"({_IDENT}(?:\.{_IDENT})?)",
+    re.IGNORECASE,
+)
+_SPARK_TYPES = {"VARCHAR": "STRING", "DOUBLE PRECISION": "DOUBLE", "TEXT": "STRING"}
+
+#: One writing transaction at a time in this process (see the module's docstring).
+_WRITER = threading.RLock()
+
+
+def bind(sql: str, params: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``$n`` placeholders outside literals, quoted names and comments -> ``:pn``.
+
+    >>> bind("SELECT '$1', $1 AS `$2`", [5])
+    ("SELECT '$1', :p1 AS `$2`", {'p1': 5})
+    """
+    out: list[str] = []
+    i, n = 0, len(sql)
+    used: set[int] = set()
+    while i < n:
+        ch = sql[i]
+        if ch in "'`\"":
+            end = i + 1
+            while end < n:
+                if sql[end] == "\\" and ch != "`":
+                    end += 2
+                    continue
+                if sql[end] == ch:
+                    if end + 1 < n and sql[end + 1] == ch:  # a doubled quote
+                        end += 2
+                        continue
+                    break
+                end += 1
+            out.append(sql[i : end + 1])
+            i = end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            out.append(sql[i:end])
+            i = end
+        elif ch == "$" and i + 1 < n and sql[i + 1].isdigit():
+            end = i + 1
+            while end < n and sql[end].isdigit():
+                end += 1
+            number = int(sql[i + 1 : end])
+            used.add(number)
+            out.append(f":p{number}")
+            i = end
+        else:
+            out.append(ch)
+            i += 1
+    if used and max(used) > len(params):
+        raise ConfigError(f"SQL uses ${max(used)} but {len(params)} parameters were given")
+    return "".join(out), {f"p{k}": _python(params[k - 1]) for k in sorted(used)}
+
+
+def _python(value: Any) -> Any:
+    """A parameter as py4j can pass it (numpy scalars become Python numbers)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def spark_type(name: str) -> str:
+    """A SQL type as sqlanon's common code writes it, in Spark's spelling."""
+    return _SPARK_TYPES.get(name.upper(), name)
+
+
+class SparkSqlSession:
+    """A :class:`sqlanon.backends.base.Session` over one ``SparkSession``."""
+
+    dialect = "spark"
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self._temp: dict[str, str] = {}  # temporary table -> its parquet table
+        self._tx: _Transaction | None = None
+        self._depth = 0
+
+    # -- statements ---------------------------------------------------------------
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        text = "\n".join(
+            line for line in sql.splitlines() if not line.strip().startswith("--")
+        ).strip()
+        temp = _TEMP_TABLE.match(text)
+        if temp:
+            return self._create_temp(temp.group(1), temp.group(2), params)
+        drop = _DROP_TABLE.match(text)
+        if drop and drop.group(2) in self._temp:
+            self._drop_temp(drop.group(2))
+            return None
+        created = _CREATES.match(text)
+        if created and self._tx is not None:
+            self._tx.creating(self, created.group(3), bool(created.group(1)), created.group(2))
+        bound, args = bind(text, params)
+        return self._spark.sql(bound, args=args or None)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        df = self._run(sql, params)
+        if df is not None:
+            df.collect()  # commands run when called; a query runs here
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        df = self._run(sql, params)
+        return [tuple(_plain(v) for v in row) for row in df.collect()]
+
+    def query_dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        df = self._run(sql, params)
+        names = df.columns
+        return [dict(zip(names, (_plain(v) for v in row), strict=True)) for row in df.collect()]
+
+    def query_arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
+        """Columns of a small result (counts, plans, ids: never a table's rows), as
+        DuckDB's session returns them: numbers with a NULL as float64 with NaN, other
+        columns with a NULL as object arrays with None."""
+        df = self._run(sql, params)
+        rows = df.collect()
+        out: dict[str, np.ndarray] = {}
+        for i, field in enumerate(df.schema.fields):
+            values = [_plain(row[i]) for row in rows]
+            kind = field.dataType.typeName()
+            if kind in ("byte", "short", "integer", "long"):
+                out[field.name] = (
+                    np.array(values, dtype=np.int64)
+                    if None not in values
+                    else np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+                )
+            elif kind in ("float", "double", "decimal"):
+                out[field.name] = np.array(
+                    [np.nan if v is None else v for v in values], dtype=np.float64
+                )
+            elif kind == "boolean" and None not in values:
+                out[field.name] = np.array(values, dtype=bool)
+            else:
+                out[field.name] = np.array(values, dtype=object)
+        return out
+
+    def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
+        """Temporary view ``name`` over a small local DataFrame (plans, ids)."""
+        self._drop_temp(name)
+        q = self.quote_ident
+        schema = ", ".join(f"{q(c)} {spark_type(types[c])}" for c in columns)
+        data = [_column(np.asarray(v), spark_type(types[c])) for c, v in columns.items()]
+        rows = list(zip(*data, strict=True)) if data else []
+        self._spark.createDataFrame(rows, schema=schema).createOrReplaceTempView(name)
+
+    def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
+        self._drop_temp(name)
+        table = f"{WORK_DATABASE}.{name}_{uuid.uuid4().hex}"
+        bound, args = bind(query, params)
+        self._spark.sql(
+            f"CREATE TABLE {table} USING parquet AS {bound}",  # noqa: S608 - sqlanon's names
+            args=args or None,
+        ).collect()
+        self._temp[name] = table
+        self._spark.table(table).createOrReplaceTempView(name)
+
+    def _drop_temp(self, name: str) -> None:
+        self._spark.catalog.dropTempView(name)
+        table = self._temp.pop(name, None)
+        if table is not None:
+            self._spark.sql(f"DROP TABLE IF EXISTS {table}").collect()
+
+    def quote_ident(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    # -- catalog listing (Spark has no information_schema) -----------------------
+
+    def current_schema(self) -> str:
+        return str(self._spark.catalog.currentDatabase())
+
+    def find_tables(self, schema: str, table: str) -> list[tuple[str, str]]:
+        """Tables and views whose database and name equal ``schema`` and ``table``
+        ignoring case."""
+        found = []
+        for db in self._spark.catalog.listDatabases():
+            if db.name.lower() != schema.lower():
+                continue
+            for t in self._spark.catalog.listTables(db.name):
+                if not t.isTemporary and t.name.lower() == table.lower():
+                    found.append((db.name, t.name))
+        return sorted(found)
+
+    def table_columns(self, schema: str, table: str) -> list[tuple[str, str]]:
+        """``(column, data type)`` of one table, in order."""
+        name = f"{self.quote_ident(schema)}.{self.quote_ident(table)}"
+        return [(c.name, str(c.dataType)) for c in self._spark.catalog.listColumns(name)]
+
+    # -- transactions --------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All-or-nothing as far as Spark allows: the catalog row is the commit point,
+        everything written before it is undone on an exception (module docstring)."""
+        with _WRITER:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            recover(self)
+            self._tx = _Transaction.begin(self)
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._tx.undo(self)
+                raise
+            else:
+                self._tx.end(self)
+            finally:
+                self._tx = None
+                self._depth = 0
+                for name in list(self._temp):
+                    self._drop_temp(name)
+
+    def lock_family(self, family: str) -> None:
+        """A writing transaction already holds this process's lock (best effort: two
+        driver processes are not serialized; release a domain from one at a time)."""
+
+    def close(self) -> None:
+        for name in list(self._temp):
+            self._drop_temp(name)
+
+    # -- for the transaction -------------------------------------------------------
+
+    @property
+    def spark(self) -> Any:
+        return self._spark
+
+
+class _Transaction:
+    """What one writing transaction must be able to undo (module docstring)."""
+
+    def __init__(self, txid: str, files: dict[str, list[str]]) -> None:
+        self.txid = txid
+        self.files = files  # catalog table -> its data files when the transaction began
+        self.created: list[str] = []  # tables and views created, qualified
+        self.replaced: dict[str, str] = {}  # view -> its definition before
+
+    @classmethod
+    def begin(cls, session: SparkSqlSession) -> _Transaction:
+        spark = session.spark
+        tx = cls(uuid.uuid4().hex, _catalog_files(spark))
+        if _has_pending(spark):
+            _note(spark, tx.txid, "begin", json.dumps(tx.files))
+        return tx
+
+    def creating(self, session: SparkSqlSession, name: str, replace: bool, kind: str) -> None:
+        spark = session.spark
+        qualified = _qualified(spark, name)
+        if replace and kind.upper() == "VIEW" and spark.catalog.tableExists(qualified):
+            before = str(spark.sql(f"SHOW CREATE TABLE {qualified}").collect()[0][0])
+            self.replaced.setdefault(qualified, before)
+            if _has_pending(spark):
+                _note(spark, self.txid, "replaced", json.dumps([qualified, before]))
+        elif not spark.catalog.tableExists(qualified):
+            self.created.append(qualified)
+            if _has_pending(spark):
+                _note(spark, self.txid, "created", qualified)
+
+    def undo(self, session: SparkSqlSession) -> None:
+        _undo(session.spark, self.files, self.created, self.replaced)
+        _forget(session.spark, self.txid)
+
+    def end(self, session: SparkSqlSession) -> None:
+        _forget(session.spark, self.txid)
+
+
+def _qualified(spark: Any, name: str) -> str:
+    """``name`` with its database (the current one when it has none)."""
+    if re.match(rf"^{_IDENT}\.{_IDENT}$", name):
+        return name
+    db = str(spark.catalog.currentDatabase())
+    return "`" + db.replace("`", "``") + "`." + name
+
+
+def _catalog_files(spark: Any) -> dict[str, list[str]]:
+    """The data files of every table of database ``sqlanon`` (none before install)."""
+    if not spark.catalog.databaseExists("sqlanon"):
+        return {}
+    files = {}
+    for t in spark.catalog.listTables("sqlanon"):
+        if t.isTemporary or t.tableType == "VIEW" or t.name == "pending":
+            continue
+        name = f"sqlanon.`{t.name}`"
+        spark.sql(f"REFRESH TABLE {name}").collect()
+        files[name] = sorted(spark.table(name).inputFiles())
+    return files
+
+
+def _has_pending(spark: Any) -> bool:
+    return bool(spark.catalog.tableExists("sqlanon.pending"))
+
+
+def _note(spark: Any, txid: str, kind: str, detail: str) -> None:
+    spark.sql(
+        "INSERT INTO sqlanon.pending (txid, kind, detail) VALUES (:t, :k, :d)",
+        args={"t": txid, "k": kind, "d": detail},
+    ).collect()
+
+
+def _forget(spark: Any, txid: str) -> None:
+    """Remove a transaction's notes from ``sqlanon.pending`` (their data files)."""
+    if not _has_pending(spark):
+        return
+    spark.sql("REFRESH TABLE sqlanon.pending").collect()
+    rows = spark.sql(
+        "SELECT DISTINCT input_file_name() AS f FROM sqlanon.pending WHERE txid = :t",
+        args={"t": txid},
+    ).collect()
+    _delete_files(spark, [str(r[0]) for r in rows])
+    spark.sql("REFRESH TABLE sqlanon.pending").collect()
+
+
+def _delete_files(spark: Any, files: Sequence[str]) -> None:
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for f in files:
+        path = jvm.org.apache.hadoop.fs.Path(f)
+        path.getFileSystem(conf).delete(path, False)
+
+
+def _undo(
+    spark: Any, files: dict[str, list[str]], created: Sequence[str], replaced: dict[str, str]
+) -> None:
+    """Put the catalog tables back to ``files``, drop ``created``, restore ``replaced``."""
+    for name in reversed(list(created)):
+        kind = "VIEW" if _is_view(spark, name) else "TABLE"
+        spark.sql(f"DROP {kind} IF EXISTS {name}").collect()
+    for definition in replaced.values():
+        statement = re.sub(
+            r"^\s*CREATE\s+VIEW", "CREATE OR REPLACE VIEW", definition, count=1, flags=re.I
+        )
+        spark.sql(statement).collect()
+    now = _catalog_files(spark)
+    for name, present in now.items():
+        before = set(files.get(name, []))
+        _delete_files(spark, [f for f in present if f not in before])
+        spark.sql(f"REFRESH TABLE {name}").collect()
+
+
+def _is_view(spark: Any, name: str) -> bool:
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    except Exception:  # noqa: BLE001 - gone already: nothing to drop
+        return False
+    return any(str(r[0]) == "Type" and str(r[1]).upper() == "VIEW" for r in rows)
+
+
+def recover(session: SparkSqlSession) -> list[str]:
+    """Undo what a writing transaction of a driver that died left (``sqlanon.pending``):
+    if ``sqlanon.releases`` gained no file since it began, its catalog files, tables and
+    views go; if it did, the catalog row was written, so it committed and stays.
+    Returns the ids of the transactions cleaned up."""
+    spark = session.spark
+    if not _has_pending(spark):
+        return []
+    spark.sql("REFRESH TABLE sqlanon.pending").collect()
+    notes = spark.sql("SELECT txid, kind, detail FROM sqlanon.pending").collect()
+    by_tx: dict[str, list[tuple[str, str]]] = {}
+    for txid, kind, detail in notes:
+        by_tx.setdefault(str(txid), []).append((str(kind), str(detail)))
+    for txid, entries in by_tx.items():
+        begin = [json.loads(d) for k, d in entries if k == "begin"]
+        files: dict[str, list[str]] = begin[0] if begin else {}
+        committed = set(_catalog_files(spark).get("sqlanon.`releases`", [])) - set(
+            files.get("sqlanon.`releases`", [])
+        )
+        if begin and not committed:
+            created = [d for k, d in entries if k == "created"]
+            replaced = dict(json.loads(d) for k, d in entries if k == "replaced")
+            _undo(spark, files, created, replaced)
+        _forget(spark, txid)
+    return list(by_tx)
+
+
+_INTEGRAL = re.compile(r"^(tinyint|smallint|int|integer|bigint|long|short|byte)$", re.IGNORECASE)
+
+
+def _column(values: np.ndarray, kind: str) -> list[Any]:
+    """A numpy column as Python values Spark accepts for a column of type ``kind``
+    (counts arrive as float64; integral columns take ints, NaN as NULL)."""
+    if _INTEGRAL.match(kind) and values.dtype.kind == "f":
+        return [None if np.isnan(v) else int(v) for v in values]
+    if kind.upper() in ("DOUBLE", "FLOAT") and values.dtype.kind in "iu":
+        return [float(v) for v in values]
+    return [_plain(v) for v in values.tolist()]
+
+
+def _plain(value: Any) -> Any:
+    """Spark's DECIMAL arrives as ``Decimal``; sqlanon's code reads numbers as float."""
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def is_spark_session(con: Any) -> bool:
+    """Whether ``con`` is a ``pyspark.sql.SparkSession`` (without importing pyspark)."""
+    return any(
+        cls.__module__.startswith("pyspark.sql") and cls.__name__ == "SparkSession"
+        for cls in type(con).__mro__
+    )
+
+
+def install(spark: Any) -> list[str]:
+    """Create database ``sqlanon`` with the catalog tables (idempotent)."""
+    if not is_spark_session(spark):
+        raise ConfigError("install() takes a pyspark.sql.SparkSession")
+    from sqlanon import upgrade
+
+    session = SparkSqlSession(spark)
+    try:
+        return upgrade.migrate(session)
+    finally:
+        session.close()
