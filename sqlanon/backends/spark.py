@@ -335,15 +335,28 @@ def _qualified(spark: Any, name: str) -> str:
     return "`" + db.replace("`", "``") + "`." + name
 
 
+#: The catalog tables writes append to (release tables, views and bounds tables are
+#: created whole, and dropped whole on an undo).
+CATALOG_TABLES = (
+    "migrations",
+    "releases",
+    "members",
+    "cells",
+    "kept_values",
+    "links",
+    "hierarchies",
+    "hierarchy_widths",
+    "query_limits",
+)
+
+
 def _catalog_files(spark: Any) -> dict[str, list[str]]:
-    """The data files of every table of database ``sqlanon`` (none before install)."""
-    if not spark.catalog.databaseExists("sqlanon"):
-        return {}
+    """The data files of every catalog table (none before install)."""
     files = {}
-    for t in spark.catalog.listTables("sqlanon"):
-        if t.isTemporary or t.tableType == "VIEW" or t.name == "pending":
+    for table in CATALOG_TABLES:
+        name = f"sqlanon.`{table}`"
+        if not spark.catalog.tableExists(f"sqlanon.{table}"):
             continue
-        name = f"sqlanon.`{t.name}`"
         spark.sql(f"REFRESH TABLE {name}").collect()
         files[name] = sorted(spark.table(name).inputFiles())
     return files

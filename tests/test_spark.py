@@ -1,0 +1,272 @@
+"""Spark as a third engine (issue 14): a real local Spark (local[1], one SparkSession
+for the module, small data), no mocks.
+
+A release made on Spark equals the DuckDB release with the same seed (the same rows in
+the same order, members, cells and bounds), the audit reports no exposed record,
+interval answers contain the true answer, a release that fails after writing its table
+leaves nothing visible, and bad input is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon.errors import SqlanonError
+
+pyspark_sql = pytest.importorskip("pyspark.sql")  # in the dev extra: never skipped in CI
+
+# pyspark's collect() reads its result from a local socket it never closes (pyspark 4.0,
+# pyspark/sql/classic/dataframe.py via _load_from_socket): ResourceWarning on every call.
+pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
+
+SCHEMA = "id BIGINT, age INT, sex STRING, loss BIGINT"
+DUCK_SCHEMA = "id BIGINT, age INTEGER, sex VARCHAR, loss BIGINT"
+KE = {"key": "id", "sensitive": "loss", "quasi": ["age", "sex"], "k": 3, "e": 20}
+
+
+def people(start: int, n: int, seed: int) -> list[tuple[int, int, str, int]]:
+    rng = np.random.default_rng(seed)
+    return [
+        (start + i, int(rng.integers(20, 60)), ["M", "F"][i % 2], int(rng.integers(0, 40)) * 10)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    warehouse = tmp_path_factory.mktemp("spark") / "warehouse"
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("sqlanon-tests")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("OFF")
+    assert sqlanon.install(session) == ["001_catalog"]
+    assert sqlanon.install(session) == []  # idempotent
+    yield session
+    session.stop()
+
+
+def append(spark: Any, table: str, rows: list[tuple[Any, ...]], schema: str = SCHEMA) -> None:
+    spark.createDataFrame(rows, schema).write.mode("append").saveAsTable(table)
+
+
+def spark_rows(spark: Any, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def state(spark: Any) -> dict[str, Any]:
+    """What a release may write: catalog rows, release tables and views."""
+    counts = {
+        t: spark.sql(f"SELECT count(*) FROM sqlanon.{t}").collect()[0][0]
+        for t in ("releases", "members", "cells", "kept_values", "pending")
+    }
+    tables = sorted(
+        (t.database or "", t.name)
+        for db in ("default", "sqlanon")
+        for t in spark.catalog.listTables(db)
+        if not t.isTemporary
+    )
+    return {"counts": counts, "tables": tables}
+
+
+@pytest.fixture(scope="module")
+def released(spark: Any) -> dict[str, Any]:
+    """Family people_ke released twice (200 rows, then 100 more) on Spark and on DuckDB
+    with the same seeds."""
+    con = duckdb.connect()
+    sqlanon.install(con)
+    con.execute(f"CREATE TABLE people ({DUCK_SCHEMA})")
+    summaries = []
+    for start, n, seed in ((0, 200, 7), (200, 100, 8)):
+        part = people(start, n, seed)
+        append(spark, "people", part)
+        con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", part)
+        on_spark = sqlanon.release_ke(spark, "people", "people_ke", seed=seed, **KE)
+        on_duckdb = sqlanon.release_ke(con, "people", "people_ke", seed=seed, **KE)
+        summaries.append((on_spark, on_duckdb))
+    return {"con": con, "summaries": summaries}
+
+
+def test_a_release_on_spark_equals_the_duckdb_release_with_the_same_seed(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    con = released["con"]
+    for version, (on_spark, on_duckdb) in enumerate(released["summaries"], start=1):
+        assert on_spark["version"] == version
+        assert on_spark["domain"] == "default.people"  # DuckDB's: main.people
+        assert {**on_spark, "domain": None} == {**on_duckdb, "domain": None}
+        table = f"people_ke_v{version}"
+        # the same rows in the same order: the same groups and the same keyed shuffle
+        assert spark_rows(spark, f"SELECT age, sex, group_id, loss FROM {table}") == (
+            con.execute(f"SELECT age, sex, group_id, loss FROM {table}").fetchall()
+        )
+        where = f"WHERE family = 'people_ke' AND version = {version}"
+        for sql in (
+            f"SELECT record_key, group_id, cell_id, status FROM sqlanon.members {where}",
+            f"SELECT cell_id, attribute, min_distinct, min_spread FROM sqlanon.cells {where}",
+            f"SELECT * FROM sqlanon.{table}_bounds",
+        ):
+            assert sorted(spark_rows(spark, sql)) == sorted(con.execute(sql).fetchall()), sql
+    assert released["summaries"][1][0]["inserted"] == 100
+    assert spark_rows(spark, "SELECT count(*) FROM people_ke") == [
+        (released["summaries"][1][0]["rows_published"],)
+    ]
+    again = sqlanon.release_ke(spark, "people", "people_ke", seed=9, **KE)
+    assert again["unchanged"] is True and again["version"] == 2
+
+
+def test_the_audit_of_spark_releases_exposes_no_record(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    audit = sqlanon.audit(spark, "people_ke")
+    assert [(r["family"], r["version"]) for r in audit] == [("people_ke", 1), ("people_ke", 2)]
+    assert all(r["exposed"] == 0 and r["subtraction_complete"] for r in audit)
+    assert audit == [
+        {**r, "domain": "default.people"} for r in sqlanon.audit(released["con"], "people_ke")
+    ]
+
+
+AGGREGATES = ("COUNT(*)", "SUM(loss)", "AVG(loss)", "MIN(loss)", "MAX(loss)")
+
+
+def truth(spark: Any, aggregate: str, low: int, high: int, sex: str | None) -> Any:
+    """The true answer over the records the newest version published, from the source."""
+    where = f"p.age BETWEEN {low} AND {high}" + (f" AND p.sex = '{sex}'" if sex else "")
+    return spark.sql(
+        f"SELECT {aggregate.replace('loss', 'p.loss')} FROM people AS p "
+        "JOIN sqlanon.members AS m ON m.record_key = CAST(p.id AS STRING) "
+        "AND m.family = 'people_ke' AND m.version = 2 AND m.status = 'published' "
+        f"WHERE {where}"
+    ).collect()[0][0]
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    aggregate=st.sampled_from(AGGREGATES),
+    ages=st.tuples(st.integers(15, 65), st.integers(0, 30)),
+    sex=st.sampled_from([None, "M", "F"]),
+)
+def test_interval_answers_on_spark_contain_the_true_answer(
+    spark: Any,
+    released: dict[str, Any],
+    aggregate: str,
+    ages: tuple[int, int],
+    sex: str | None,
+) -> None:
+    low, high = ages[0], ages[0] + ages[1]
+    where = f"age BETWEEN {low} AND {high}" + (f" AND sex = '{sex}'" if sex else "")
+    query = f"SELECT {aggregate} AS a FROM people_ke WHERE {where}"
+    rows = sqlanon.interval(spark, query)
+    assert len(rows) == 1
+    answer, true = rows[0], truth(spark, aggregate, low, high, sex)
+    if true is not None:  # None: no record matches (MIN, MAX, AVG, SUM of no rows)
+        slack = 1e-9 * max(1.0, abs(float(true)))
+        assert answer["a_low"] - slack <= float(true) <= answer["a_high"] + slack
+    # the same answer as DuckDB's over the same release
+    on_duckdb = sqlanon.interval(released["con"], query)[0]
+    assert answer.keys() == on_duckdb.keys()
+    for name, value in on_duckdb.items():
+        assert answer[name] == (value if value is None else pytest.approx(value)), name
+
+
+def test_rewrite_for_spark_runs_on_spark(spark: Any, released: dict[str, Any]) -> None:
+    sql = sqlanon.rewrite("SELECT sex, SUM(loss) AS l FROM people_ke GROUP BY sex", spark, "spark")
+    assert "`" in sql or "people_ke" in sql
+    rows = sorted(spark_rows(spark, sql))
+    assert [r[0] for r in rows] == ["F", "M"]
+
+
+class Killed(Exception):
+    """The failure a test injects after the release table was written."""
+
+
+def kill_after_writing(stage: str, count: int) -> None:
+    if stage == "rows written":  # the release table exists; no state or catalog row yet
+        raise Killed(stage)
+
+
+def test_a_release_killed_after_writing_its_table_leaves_nothing(spark: Any) -> None:
+    append(spark, "clinic", people(1000, 60, 3))
+    first = sqlanon.release_ke(spark, "clinic", "clinic_ke", seed=1, **KE)
+    assert first["version"] == 1
+    append(spark, "clinic", people(1060, 30, 4))
+    before = state(spark)
+    view = spark_rows(spark, "SELECT * FROM clinic_ke")
+    with pytest.raises(Killed):
+        sqlanon.release_ke(spark, "clinic", "clinic_ke", seed=2, progress=kill_after_writing, **KE)
+    assert state(spark) == before  # no clinic_ke_v2, no bounds, no state, no catalog row
+    assert sorted(spark_rows(spark, "SELECT * FROM clinic_ke")) == sorted(view)  # still v1
+    second = sqlanon.release_ke(spark, "clinic", "clinic_ke", seed=2, **KE)
+    assert second["version"] == 2 and second["inserted"] == 30
+    assert spark_rows(spark, "SELECT count(*) FROM clinic_ke")[0][0] == second["rows_published"]
+    assert all(r["exposed"] == 0 for r in sqlanon.audit(spark, "clinic_ke"))
+
+
+def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
+    append(spark, "ward", people(2000, 40, 5))
+    append(
+        spark,
+        "ward_nulls",
+        [(2100 + i, 30 + i % 5, "M", None if i == 3 else i * 10) for i in range(20)],
+    )
+    append(
+        spark,
+        "ward_nan",
+        [(2200 + i, 30 + i % 5, "M", math.nan if i == 4 else float(i)) for i in range(20)],
+        "id BIGINT, age INT, sex STRING, loss DOUBLE",
+    )
+    before = state(spark)
+    bad = [
+        ("no_such_table", "ward_ke", KE, "does not exist"),
+        ("ward", "ward_ke", {**KE, "quasi": ["age", "zip"]}, "zip"),
+        ("ward", "ward_ke", {**KE, "key": "nope"}, "nope"),
+        ("ward_nulls", "ward_ke", KE, "NULL"),
+        ("ward_nan", "ward_ke", KE, "NaN"),
+        ("ward", "x; DROP TABLE ward --", KE, "not allowed"),
+        ("ward", "`ward_ke`", KE, "not allowed"),
+    ]
+    for source, family, args, message in bad:
+        with pytest.raises(SqlanonError, match=message):
+            sqlanon.release_ke(spark, source, family, **args)
+        assert state(spark) == before, (source, family)
+    assert spark_rows(spark, "SELECT count(*) FROM ward") == [(40,)]
+
+
+def test_deleted_rows_are_refused_on_spark(spark: Any) -> None:
+    rows = people(3000, 40, 6)
+    append(spark, "unit", rows)
+    sqlanon.release_ke(spark, "unit", "unit_ke", seed=3, **KE)
+    spark.createDataFrame(rows[5:], SCHEMA).write.mode("overwrite").saveAsTable("unit_now")
+    spark.sql("DROP TABLE unit").collect()
+    spark.sql("ALTER TABLE unit_now RENAME TO unit").collect()
+    before = state(spark)
+    with pytest.raises(SqlanonError, match="on Spark sqlanon takes inserts"):
+        sqlanon.release_ke(spark, "unit", "unit_ke", seed=4, **KE)
+    assert state(spark) == before
+
+
+def test_import_sqlanon_does_not_import_pyspark(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, sqlanon; assert 'pyspark' not in sys.modules, 'pyspark imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
