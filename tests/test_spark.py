@@ -52,6 +52,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.memory", "1g")
+        # tiny data: compiling whole-stage code and re-planning cost more than they save
+        .config("spark.sql.codegen.wholeStage", "false")
+        .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("OFF")
@@ -71,10 +74,11 @@ def spark_rows(spark: Any, sql: str) -> list[tuple[Any, ...]]:
 
 def state(spark: Any) -> dict[str, Any]:
     """What a release may write: catalog rows, release tables and views."""
-    counts = {
-        t: spark.sql(f"SELECT count(*) FROM sqlanon.{t}").collect()[0][0]
-        for t in ("releases", "members", "cells", "kept_values", "pending")
-    }
+    names = ("releases", "members", "cells", "kept_values", "pending")
+    row = spark.sql(
+        "SELECT " + ", ".join(f"(SELECT count(*) FROM sqlanon.{t})" for t in names)
+    ).collect()[0]
+    counts = dict(zip(names, row, strict=True))
     tables = sorted(
         (t.database or "", t.name)
         for db in ("default", "sqlanon")
@@ -219,6 +223,30 @@ def test_a_release_killed_after_writing_its_table_leaves_nothing(spark: Any) -> 
     assert second["version"] == 2 and second["inserted"] == 30
     assert spark_rows(spark, "SELECT count(*) FROM clinic_ke")[0][0] == second["rows_published"]
     assert all(r["exposed"] == 0 for r in sqlanon.audit(spark, "clinic_ke"))
+
+
+def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None:
+    """A driver that dies mid-release runs no undo: its notes in sqlanon.pending tell
+    the next writing transaction what to remove (the catalog row was never written)."""
+    from sqlanon.backends.spark import SparkSqlSession, _Transaction
+
+    append(spark, "lab", people(4000, 40, 7))
+    before = state(spark)
+    dead = SparkSqlSession(spark)
+    dead._tx = _Transaction.begin(dead)  # as transaction() begins; it never ends
+    dead.execute("CREATE TABLE `lab_ke_v1` USING parquet AS SELECT 1 AS x")
+    dead.execute(
+        "INSERT INTO sqlanon.members (family, version, record_key, status) "
+        "VALUES ('lab_ke', 1, '4000', 'held_back')"
+    )
+    assert state(spark) != before
+    summary = sqlanon.release_ke(spark, "lab", "lab_ke", seed=5, **KE)
+    assert summary["version"] == 1
+    assert spark_rows(
+        spark, "SELECT count(*) FROM sqlanon.members WHERE family = 'lab_ke' AND version = 1"
+    ) == [(40,)]
+    assert spark_rows(spark, "SELECT count(*) FROM sqlanon.pending") == [(0,)]
+    assert spark_rows(spark, "SELECT count(*) FROM lab_ke") == [(summary["rows_published"],)]
 
 
 def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:

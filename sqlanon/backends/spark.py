@@ -55,7 +55,7 @@ _DROP_TABLE = re.compile(
 )
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
 _CREATES = re.compile(
-    rf"^\s*CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    rf"^\s*CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(IF\s+NOT\s+EXISTS\s+)?"
     rf"({_IDENT}(?:\.{_IDENT})?)",
     re.IGNORECASE,
 )
@@ -149,7 +149,8 @@ class SparkSqlSession:
             return None
         created = _CREATES.match(text)
         if created and self._tx is not None:
-            self._tx.creating(self, created.group(3), bool(created.group(1)), created.group(2))
+            how = (created.group(1) or "") + (created.group(3) or "")
+            self._tx.creating(self, created.group(4), how, created.group(2))
         bound, args = bind(text, params)
         return self._spark.sql(bound, args=args or None)
 
@@ -292,39 +293,57 @@ class SparkSqlSession:
 class _Transaction:
     """What one writing transaction must be able to undo (module docstring)."""
 
-    def __init__(self, txid: str, files: dict[str, list[str]]) -> None:
+    def __init__(self, txid: str, files: dict[str, list[str]], noted: list[str] | None) -> None:
         self.txid = txid
         self.files = files  # catalog table -> its data files when the transaction began
         self.created: list[str] = []  # tables and views created, qualified
         self.replaced: dict[str, str] = {}  # view -> its definition before
+        self.noted = noted  # sqlanon.pending's files before the notes (None: no table yet)
 
     @classmethod
     def begin(cls, session: SparkSqlSession) -> _Transaction:
         spark = session.spark
-        tx = cls(uuid.uuid4().hex, _catalog_files(spark))
-        if _has_pending(spark):
-            _note(spark, tx.txid, "begin", json.dumps(tx.files))
+        noted = _pending_files(spark) if _has_pending(spark) else None
+        tx = cls(uuid.uuid4().hex, _catalog_files(spark), noted)
+        tx.note(spark, "begin", json.dumps(tx.files))
         return tx
 
-    def creating(self, session: SparkSqlSession, name: str, replace: bool, kind: str) -> None:
+    def note(self, spark: Any, kind: str, detail: str) -> None:
+        """Write a note to ``sqlanon.pending`` before the write it announces."""
+        if self.noted is not None:
+            spark.sql(
+                "INSERT INTO sqlanon.pending (txid, kind, detail) VALUES (:t, :k, :d)",
+                args={"t": self.txid, "k": kind, "d": detail},
+            ).collect()
+
+    def creating(self, session: SparkSqlSession, name: str, how: str, kind: str) -> None:
+        """Before ``CREATE [OR REPLACE] TABLE|VIEW [IF NOT EXISTS] name``: note what an
+        undo must drop or restore. A creation IF NOT EXISTS (the catalog's own tables)
+        is not noted for a dead driver: running it again reuses the table."""
         spark = session.spark
         qualified = _qualified(spark, name)
-        if replace and kind.upper() == "VIEW" and spark.catalog.tableExists(qualified):
+        exists = bool(spark.catalog.tableExists(qualified))
+        if "REPLACE" in how.upper() and kind.upper() == "VIEW" and exists:
             before = str(spark.sql(f"SHOW CREATE TABLE {qualified}").collect()[0][0])
             self.replaced.setdefault(qualified, before)
-            if _has_pending(spark):
-                _note(spark, self.txid, "replaced", json.dumps([qualified, before]))
-        elif not spark.catalog.tableExists(qualified):
+            self.note(spark, "replaced", json.dumps([qualified, before]))
+        elif not exists:
             self.created.append(qualified)
-            if _has_pending(spark):
-                _note(spark, self.txid, "created", qualified)
+            if "NOT EXISTS" not in how.upper():
+                self.note(spark, "created", qualified)
 
     def undo(self, session: SparkSqlSession) -> None:
         _undo(session.spark, self.files, self.created, self.replaced)
-        _forget(session.spark, self.txid)
+        self.end(session)
 
     def end(self, session: SparkSqlSession) -> None:
-        _forget(session.spark, self.txid)
+        """Drop this transaction's notes (the files sqlanon.pending gained since it began:
+        one writing transaction at a time)."""
+        spark = session.spark
+        if self.noted is None:
+            return
+        _delete_files(spark, sorted(set(_pending_files(spark)) - set(self.noted)))
+        spark.sql("REFRESH TABLE sqlanon.pending").collect()
 
 
 def _qualified(spark: Any, name: str) -> str:
@@ -350,14 +369,16 @@ CATALOG_TABLES = (
 )
 
 
-def _catalog_files(spark: Any) -> dict[str, list[str]]:
-    """The data files of every catalog table (none before install)."""
+def _catalog_files(spark: Any, refresh: bool = False) -> dict[str, list[str]]:
+    """The data files of every catalog table (none before install); ``refresh``: list
+    them anew (after files were deleted, or to see what another driver wrote)."""
     files = {}
     for table in CATALOG_TABLES:
         name = f"sqlanon.`{table}`"
         if not spark.catalog.tableExists(f"sqlanon.{table}"):
             continue
-        spark.sql(f"REFRESH TABLE {name}").collect()
+        if refresh:
+            spark.sql(f"REFRESH TABLE {name}").collect()
         files[name] = sorted(spark.table(name).inputFiles())
     return files
 
@@ -366,24 +387,8 @@ def _has_pending(spark: Any) -> bool:
     return bool(spark.catalog.tableExists("sqlanon.pending"))
 
 
-def _note(spark: Any, txid: str, kind: str, detail: str) -> None:
-    spark.sql(
-        "INSERT INTO sqlanon.pending (txid, kind, detail) VALUES (:t, :k, :d)",
-        args={"t": txid, "k": kind, "d": detail},
-    ).collect()
-
-
-def _forget(spark: Any, txid: str) -> None:
-    """Remove a transaction's notes from ``sqlanon.pending`` (their data files)."""
-    if not _has_pending(spark):
-        return
-    spark.sql("REFRESH TABLE sqlanon.pending").collect()
-    rows = spark.sql(
-        "SELECT DISTINCT input_file_name() AS f FROM sqlanon.pending WHERE txid = :t",
-        args={"t": txid},
-    ).collect()
-    _delete_files(spark, [str(r[0]) for r in rows])
-    spark.sql("REFRESH TABLE sqlanon.pending").collect()
+def _pending_files(spark: Any) -> list[str]:
+    return sorted(spark.table("sqlanon.pending").inputFiles())
 
 
 def _delete_files(spark: Any, files: Sequence[str]) -> None:
@@ -406,11 +411,12 @@ def _undo(
             r"^\s*CREATE\s+VIEW", "CREATE OR REPLACE VIEW", definition, count=1, flags=re.I
         )
         spark.sql(statement).collect()
-    now = _catalog_files(spark)
-    for name, present in now.items():
+    for name, present in _catalog_files(spark, refresh=True).items():
         before = set(files.get(name, []))
-        _delete_files(spark, [f for f in present if f not in before])
-        spark.sql(f"REFRESH TABLE {name}").collect()
+        gained = [f for f in present if f not in before]
+        if gained:
+            _delete_files(spark, gained)
+            spark.sql(f"REFRESH TABLE {name}").collect()
 
 
 def _is_view(spark: Any, name: str) -> bool:
@@ -430,21 +436,27 @@ def recover(session: SparkSqlSession) -> list[str]:
     if not _has_pending(spark):
         return []
     spark.sql("REFRESH TABLE sqlanon.pending").collect()
-    notes = spark.sql("SELECT txid, kind, detail FROM sqlanon.pending").collect()
+    if not _pending_files(spark):
+        return []
+    notes = spark.sql(
+        "SELECT txid, kind, detail, input_file_name() AS f FROM sqlanon.pending"
+    ).collect()
     by_tx: dict[str, list[tuple[str, str]]] = {}
-    for txid, kind, detail in notes:
+    files_of: dict[str, set[str]] = {}
+    for txid, kind, detail, f in notes:
         by_tx.setdefault(str(txid), []).append((str(kind), str(detail)))
+        files_of.setdefault(str(txid), set()).add(str(f))
     for txid, entries in by_tx.items():
         begin = [json.loads(d) for k, d in entries if k == "begin"]
         files: dict[str, list[str]] = begin[0] if begin else {}
-        committed = set(_catalog_files(spark).get("sqlanon.`releases`", [])) - set(
-            files.get("sqlanon.`releases`", [])
-        )
-        if begin and not committed:
+        releases = "sqlanon.`releases`"
+        now = _catalog_files(spark, refresh=True).get(releases, [])
+        if begin and not set(now) - set(files.get(releases, [])):
             created = [d for k, d in entries if k == "created"]
             replaced = dict(json.loads(d) for k, d in entries if k == "replaced")
             _undo(spark, files, created, replaced)
-        _forget(spark, txid)
+        _delete_files(spark, sorted(files_of[txid]))
+    spark.sql("REFRESH TABLE sqlanon.pending").collect()
     return list(by_tx)
 
 
