@@ -248,6 +248,16 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
     assert spark_rows(spark, "SELECT count(*) FROM sqlanon.pending") == [(0,)]
     assert spark_rows(spark, "SELECT count(*) FROM lab_ke") == [(summary["rows_published"],)]
 
+    # Deleted rows would make ghosts (state rewritten in place): refused on Spark.
+    rows = people(4000, 40, 7)
+    spark.createDataFrame(rows[5:], SCHEMA).write.mode("overwrite").saveAsTable("lab_now")
+    spark.sql("DROP TABLE lab").collect()
+    spark.sql("ALTER TABLE lab_now RENAME TO lab").collect()
+    before = state(spark)
+    with pytest.raises(SqlanonError, match="on Spark sqlanon takes inserts"):
+        sqlanon.release_ke(spark, "lab", "lab_ke", seed=6, **KE)
+    assert state(spark) == before
+
 
 def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
     append(spark, "ward", people(2000, 40, 5))
@@ -279,22 +289,37 @@ def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
     assert spark_rows(spark, "SELECT count(*) FROM ward") == [(40,)]
 
 
-def test_deleted_rows_are_refused_on_spark(spark: Any) -> None:
-    rows = people(3000, 40, 6)
-    append(spark, "unit", rows)
-    sqlanon.release_ke(spark, "unit", "unit_ke", seed=3, **KE)
-    spark.createDataFrame(rows[5:], SCHEMA).write.mode("overwrite").saveAsTable("unit_now")
-    spark.sql("DROP TABLE unit").collect()
-    spark.sql("ALTER TABLE unit_now RENAME TO unit").collect()
-    before = state(spark)
-    with pytest.raises(SqlanonError, match="on Spark sqlanon takes inserts"):
-        sqlanon.release_ke(spark, "unit", "unit_ke", seed=4, **KE)
-    assert state(spark) == before
-
-
 def test_import_sqlanon_does_not_import_pyspark(tmp_path: Path) -> None:
     import subprocess
     import sys
 
     code = "import sys, sqlanon; assert 'pyspark' not in sys.modules, 'pyspark imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_a_new_application_on_the_same_warehouse_finds_the_releases(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    """Spark's in-memory catalog forgets tables when the application ends; install()
+    attaches the catalog, bounds and release tables the warehouse holds. (Last in this
+    module: it ends the module's SparkSession.)"""
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    view = sorted(spark_rows(spark, "SELECT * FROM people_ke"))
+    spark.stop()
+    again = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .config("spark.sql.warehouse.dir", warehouse)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    try:
+        assert not again.catalog.tableExists("sqlanon.releases")
+        assert sqlanon.install(again) == []
+        assert sorted(spark_rows(again, "SELECT * FROM people_ke")) == view
+        rows = sqlanon.interval(again, "SELECT SUM(loss) AS s FROM people_ke")
+        assert rows[0]["s_low"] <= rows[0]["s_high"]
+        versions = "SELECT family, version FROM sqlanon.releases WHERE family = 'people_ke'"
+        assert sorted(spark_rows(again, versions)) == [("people_ke", 1), ("people_ke", 2)]
+    finally:
+        again.stop()

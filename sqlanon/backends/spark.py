@@ -489,13 +489,110 @@ def is_spark_session(con: Any) -> bool:
 
 
 def install(spark: Any) -> list[str]:
-    """Create database ``sqlanon`` with the catalog tables (idempotent)."""
+    """Create database ``sqlanon`` with the catalog tables (idempotent); with Spark's
+    in-memory catalog, first attach what an earlier application left in the warehouse
+    (:func:`attach`)."""
     if not is_spark_session(spark):
         raise ConfigError("install() takes a pyspark.sql.SparkSession")
     from sqlanon import upgrade
 
     session = SparkSqlSession(spark)
     try:
-        return upgrade.migrate(session)
+        attach(session)
+        applied = upgrade.migrate(session)
+        attach_releases(session)
+        return applied
     finally:
         session.close()
+
+
+_CATALOG_DDL = re.compile(
+    r"^(CREATE TABLE IF NOT EXISTS sqlanon\.([a-z_]+) \(.*\) USING parquet);?$", re.DOTALL
+)
+
+
+def _in_memory(spark: Any) -> bool:
+    return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory")) == "in-memory"
+
+
+def _literal(text: str) -> str:
+    """A Spark string literal (backslashes escape in Spark SQL strings)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _subdirectories(spark: Any, location: str) -> dict[str, str]:
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return {}
+    return {
+        str(st.getPath().getName()): str(st.getPath().toString())
+        for st in fs.listStatus(path)
+        if st.isDirectory()
+    }
+
+
+def _location(spark: Any, database: str) -> str:
+    rows = spark.sql(f"DESCRIBE DATABASE {database}").collect()
+    return next(str(r[1]) for r in rows if str(r[0]).lower() == "location")
+
+
+def attach(session: SparkSqlSession) -> list[str]:
+    """Spark's default (in-memory) catalog forgets its tables when the application
+    ends; their files stay in the warehouse. Register again the catalog tables (with
+    their declared columns) and bounds tables of database ``sqlanon`` found there.
+    Returns the tables attached. A Hive metastore keeps them itself: nothing to do."""
+    from sqlanon import sqltext
+
+    spark = session.spark
+    if not _in_memory(spark):
+        return []
+    spark.sql("CREATE DATABASE IF NOT EXISTS sqlanon").collect()
+    ddl = {}
+    texts = [sqltext.load("spark", "bootstrap"), *(t for _n, t in sqltext.migrations("spark"))]
+    for text in texts:
+        for statement in sqltext.statements(text):
+            found = _CATALOG_DDL.match(statement)
+            if found:
+                ddl[found.group(2)] = found.group(1)
+    attached = []
+    for name, path in sorted(_subdirectories(spark, _location(spark, "sqlanon")).items()):
+        if spark.catalog.tableExists(f"sqlanon.`{name}`"):
+            continue
+        if name in ddl:
+            spark.sql(f"{ddl[name]} LOCATION {_literal(path)}").collect()
+        elif name.endswith("_bounds"):
+            spark.catalog.createTable(f"sqlanon.`{name}`", path=path, source="parquet")
+        else:
+            continue
+        attached.append(name)
+    return attached
+
+
+def attach_releases(session: SparkSqlSession) -> list[str]:
+    """With the in-memory catalog, register again each release table of the current
+    database left by an earlier application, and each family's view of its newest."""
+    from sqlanon import catalog, sqltext
+
+    spark = session.spark
+    if not _in_memory(spark):
+        return []
+    q = session.quote_ident
+    here = _subdirectories(spark, _location(spark, q(session.current_schema())))
+    attached = []
+    newest: dict[str, str] = {}
+    for release in catalog.releases(session):
+        newest[release.family] = release.table_name
+        name = release.table_name
+        if not spark.catalog.tableExists(name) and name.lower() in here:
+            spark.catalog.createTable(name, path=here[name.lower()], source="parquet")
+            attached.append(name)
+    for family, table in newest.items():
+        if spark.catalog.tableExists(table) and not spark.catalog.tableExists(family):
+            view = sqltext.render(
+                sqltext.load("spark", "point_view"), family=q(family), release=q(table)
+            )
+            spark.sql(view).collect()
+            attached.append(family)
+    return attached
