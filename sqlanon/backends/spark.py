@@ -205,7 +205,8 @@ class SparkSqlSession:
 
     def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
         self._drop_temp(name)
-        table = f"{WORK_DATABASE}.{name}_{uuid.uuid4().hex}"
+        # a directory named _... is hidden from Spark's file listing: no leading _
+        table = f"{WORK_DATABASE}.t{uuid.uuid4().hex}{name}"
         bound, args = bind(query, params)
         self._spark.sql(
             f"CREATE TABLE {table} USING parquet AS {bound}",  # noqa: S608 - sqlanon's names
