@@ -59,7 +59,12 @@ _CREATES = re.compile(
     rf"({_IDENT}(?:\.{_IDENT})?)",
     re.IGNORECASE,
 )
-_SPARK_TYPES = {"VARCHAR": "STRING", "DOUBLE PRECISION": "DOUBLE", "TEXT": "STRING"}
+_SPARK_TYPES = {
+    "VARCHAR": "STRING",
+    "DOUBLE PRECISION": "DOUBLE",
+    "TEXT": "STRING",
+    "UBIGINT": "DECIMAL(20, 0)",
+}
 
 #: One writing transaction at a time in this process (see the module's docstring).
 _WRITER = threading.RLock()

@@ -37,8 +37,10 @@ from sqlanon.release.source import (
     check_names,
     check_target,
     check_unchanged,
+    current_schema,
     idents,
     profile_source,
+    relation_exists,
     render_sql,
     resolve_source,
 )
@@ -100,11 +102,14 @@ def load_hierarchies(
     found = load_directory(folder, dataset)
     rows = [row for h in found.values() for row in h.as_rows()]
     with session.transaction():
-        session.execute("DELETE FROM sqlanon.hierarchies WHERE dataset = $1", [dataset])
+        _delete(session, "hierarchies", "dataset = $1", [dataset], f"dataset {dataset!r}")
         for attribute in found:
-            session.execute(
-                "DELETE FROM sqlanon.hierarchy_widths WHERE dataset = $1 AND attribute = $2",
+            _delete(
+                session,
+                "hierarchy_widths",
+                "dataset = $1 AND attribute = $2",
                 [dataset, attribute],
+                f"attribute {attribute!r} of dataset {dataset!r}",
             )
         columns = list(zip(*rows, strict=True))
         session.load_temp(
@@ -122,6 +127,19 @@ def load_hierarchies(
     return {"dataset": dataset, "attributes": sorted(found), "rows": len(rows)}
 
 
+def _delete(session: Session, table: str, where: str, params: list[Any], what: str) -> None:
+    """``DELETE FROM sqlanon.<table> WHERE <where>`` (both fixed text of this module).
+    Spark tables take no DELETE: there a hierarchy is stored once, and replacing one is
+    refused (nothing written)."""
+    if session.dialect != "spark":
+        session.execute(f"DELETE FROM sqlanon.{table} WHERE {where}", params)  # noqa: S608
+    elif session.query(f"SELECT count(*) FROM sqlanon.{table} WHERE {where}", params)[0][0]:  # noqa: S608
+        raise ConfigError(
+            f"a hierarchy for {what} is stored already; on Spark sqlanon cannot replace it "
+            "(Spark tables take no DELETE): keep it, or load under another dataset name"
+        )
+
+
 def hierarchy_widths(
     session: Session, dataset: str, attribute: str, widths: Sequence[float]
 ) -> dict[str, Any]:
@@ -136,16 +154,17 @@ def hierarchy_widths(
     spec = [float(w) for w in widths]
     Hierarchy.from_widths(attribute, spec, [0])  # checks: positive, each a multiple
     with session.transaction():
+        for table in ("hierarchies", "hierarchy_widths"):
+            _delete(
+                session,
+                table,
+                "dataset = $1 AND attribute = $2",
+                [dataset, attribute],
+                f"attribute {attribute!r} of dataset {dataset!r}",
+            )
+        json_type = "STRING" if session.dialect == "spark" else "JSON"
         session.execute(
-            "DELETE FROM sqlanon.hierarchies WHERE dataset = $1 AND attribute = $2",
-            [dataset, attribute],
-        )
-        session.execute(
-            "DELETE FROM sqlanon.hierarchy_widths WHERE dataset = $1 AND attribute = $2",
-            [dataset, attribute],
-        )
-        session.execute(
-            "INSERT INTO sqlanon.hierarchy_widths VALUES ($1, $2, CAST($3 AS JSON))",
+            f"INSERT INTO sqlanon.hierarchy_widths VALUES ($1, $2, CAST($3 AS {json_type}))",  # noqa: S608
             [dataset, attribute, json.dumps(spec)],
         )
     return {"dataset": dataset, "attribute": attribute, "widths": spec}
@@ -163,8 +182,9 @@ def _hierarchies(
     widths = {
         a: json.loads(w)
         for a, w in session.query(
-            "SELECT attribute, CAST(widths AS VARCHAR) FROM sqlanon.hierarchy_widths "
-            "WHERE dataset = $1",
+            "SELECT attribute, CAST(widths AS "  # noqa: S608 - a type name
+            + ("STRING" if session.dialect == "spark" else "VARCHAR")
+            + ") FROM sqlanon.hierarchy_widths WHERE dataset = $1",
             [src.table],
         )
     }
@@ -229,9 +249,7 @@ def earlier_release(
     if not shared:
         raise ConfigError(f"release {release.table_name!r}: give the sensitive columns to read")
     q = session.quote_ident
-    exists = sqltext.load(session.dialect, "relation_exists")
-    schema = session.query("SELECT current_schema()")[0][0]
-    if not session.query(exists, [schema, release.table_name]):
+    if not relation_exists(session, current_schema(session), release.table_name):
         raise ConfigError(
             f"release table {release.table_name!r} of {release.family!r} is gone; the "
             "comparison constraint needs every earlier release of the source"
