@@ -52,9 +52,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.memory", "1g")
-        # tiny data: compiling whole-stage code and re-planning cost more than they save
+        # tiny data: compiling whole-stage code and re-planning cost more than they save,
+        # and so do the JVM's optimizing compiler and parallel collector (a short run on
+        # 2 cores shared with other test files: about half the time with C1 and serial GC)
         .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("OFF")

@@ -59,6 +59,7 @@ _CREATES = re.compile(
     rf"({_IDENT}(?:\.{_IDENT})?)",
     re.IGNORECASE,
 )
+_INSERTS = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?sqlanon\.`?([a-z_]+)`?", re.IGNORECASE)
 _SPARK_TYPES = {
     "VARCHAR": "STRING",
     "DOUBLE PRECISION": "DOUBLE",
@@ -152,6 +153,9 @@ class SparkSqlSession:
         if drop and drop.group(2) in self._temp:
             self._drop_temp(drop.group(2))
             return None
+        inserts = _INSERTS.match(text)
+        if inserts and self._tx is not None and inserts.group(1) in CATALOG_TABLES:
+            self._tx.writing(self, inserts.group(1))
         created = _CREATES.match(text)
         if created and self._tx is not None:
             how = (created.group(1) or "") + (created.group(3) or "")
@@ -297,11 +301,13 @@ class SparkSqlSession:
 
 
 class _Transaction:
-    """What one writing transaction must be able to undo (module docstring)."""
+    """What one writing transaction must be able to undo (module docstring). Each
+    catalog table's data files are listed (and noted) just before its first write, so
+    a call refused before it writes lists nothing."""
 
-    def __init__(self, txid: str, files: dict[str, list[str]], noted: list[str] | None) -> None:
+    def __init__(self, txid: str, noted: list[str] | None) -> None:
         self.txid = txid
-        self.files = files  # catalog table -> its data files when the transaction began
+        self.files: dict[str, list[str]] = {}  # catalog table -> its files before the writes
         self.created: list[str] = []  # tables and views created, qualified
         self.replaced: dict[str, str] = {}  # view -> its definition before
         self.noted = noted  # sqlanon.pending's files before the notes (None: no table yet)
@@ -309,10 +315,7 @@ class _Transaction:
     @classmethod
     def begin(cls, session: SparkSqlSession) -> _Transaction:
         spark = session.spark
-        noted = _pending_files(spark) if _has_pending(spark) else None
-        tx = cls(uuid.uuid4().hex, _catalog_files(spark), noted)
-        tx.note(spark, "begin", json.dumps(tx.files))
-        return tx
+        return cls(uuid.uuid4().hex, _pending_files(spark) if _has_pending(spark) else None)
 
     def note(self, spark: Any, kind: str, detail: str) -> None:
         """Write a note to ``sqlanon.pending`` before the write it announces."""
@@ -321,6 +324,14 @@ class _Transaction:
                 "INSERT INTO sqlanon.pending (txid, kind, detail) VALUES (:t, :k, :d)",
                 args={"t": self.txid, "k": kind, "d": detail},
             ).collect()
+
+    def writing(self, session: SparkSqlSession, table: str) -> None:
+        """Before an INSERT INTO catalog table ``table``: its files, the first time."""
+        name = f"sqlanon.`{table}`"
+        if name not in self.files:
+            spark = session.spark
+            self.files[name] = sorted(spark.table(name).inputFiles())
+            self.note(spark, "files", json.dumps([name, self.files[name]]))
 
     def creating(self, session: SparkSqlSession, name: str, how: str, kind: str) -> None:
         """Before ``CREATE [OR REPLACE] TABLE|VIEW [IF NOT EXISTS] name``: note what an
@@ -348,8 +359,10 @@ class _Transaction:
         spark = session.spark
         if self.noted is None:
             return
-        _delete_files(spark, sorted(set(_pending_files(spark)) - set(self.noted)))
-        spark.sql("REFRESH TABLE sqlanon.pending").collect()
+        gained = sorted(set(_pending_files(spark)) - set(self.noted))
+        if gained:
+            _delete_files(spark, gained)
+            spark.sql("REFRESH TABLE sqlanon.pending").collect()
 
 
 def _qualified(spark: Any, name: str) -> str:
@@ -375,20 +388,6 @@ CATALOG_TABLES = (
 )
 
 
-def _catalog_files(spark: Any, refresh: bool = False) -> dict[str, list[str]]:
-    """The data files of every catalog table (none before install); ``refresh``: list
-    them anew (after files were deleted, or to see what another driver wrote)."""
-    files = {}
-    for table in CATALOG_TABLES:
-        name = f"sqlanon.`{table}`"
-        if not spark.catalog.tableExists(f"sqlanon.{table}"):
-            continue
-        if refresh:
-            spark.sql(f"REFRESH TABLE {name}").collect()
-        files[name] = sorted(spark.table(name).inputFiles())
-    return files
-
-
 def _has_pending(spark: Any) -> bool:
     return bool(spark.catalog.tableExists("sqlanon.pending"))
 
@@ -408,7 +407,8 @@ def _delete_files(spark: Any, files: Sequence[str]) -> None:
 def _undo(
     spark: Any, files: dict[str, list[str]], created: Sequence[str], replaced: dict[str, str]
 ) -> None:
-    """Put the catalog tables back to ``files``, drop ``created``, restore ``replaced``."""
+    """Put the catalog tables of ``files`` back to those files, drop ``created``,
+    restore ``replaced``."""
     for name in reversed(list(created)):
         kind = "VIEW" if _is_view(spark, name) else "TABLE"
         spark.sql(f"DROP {kind} IF EXISTS {name}").collect()
@@ -417,9 +417,9 @@ def _undo(
             r"^\s*CREATE\s+VIEW", "CREATE OR REPLACE VIEW", definition, count=1, flags=re.I
         )
         spark.sql(statement).collect()
-    for name, present in _catalog_files(spark, refresh=True).items():
-        before = set(files.get(name, []))
-        gained = [f for f in present if f not in before]
+    for name, before in files.items():
+        spark.sql(f"REFRESH TABLE {name}").collect()
+        gained = sorted(set(spark.table(name).inputFiles()) - set(before))
         if gained:
             _delete_files(spark, gained)
             spark.sql(f"REFRESH TABLE {name}").collect()
@@ -435,8 +435,9 @@ def _is_view(spark: Any, name: str) -> bool:
 
 def recover(session: SparkSqlSession) -> list[str]:
     """Undo what a writing transaction of a driver that died left (``sqlanon.pending``):
-    if ``sqlanon.releases`` gained no file since it began, its catalog files, tables and
-    views go; if it did, the catalog row was written, so it committed and stays.
+    unless ``sqlanon.releases`` gained a file after its notes listed that table's files
+    (the catalog row was written: it committed, and stays), the catalog files it added,
+    its tables and views go.
     Returns the ids of the transactions cleaned up."""
     spark = session.spark
     if not _has_pending(spark):
@@ -452,12 +453,14 @@ def recover(session: SparkSqlSession) -> list[str]:
     for txid, kind, detail, f in notes:
         by_tx.setdefault(str(txid), []).append((str(kind), str(detail)))
         files_of.setdefault(str(txid), set()).add(str(f))
+    releases = "sqlanon.`releases`"
     for txid, entries in by_tx.items():
-        begin = [json.loads(d) for k, d in entries if k == "begin"]
-        files: dict[str, list[str]] = begin[0] if begin else {}
-        releases = "sqlanon.`releases`"
-        now = _catalog_files(spark, refresh=True).get(releases, [])
-        if begin and not set(now) - set(files.get(releases, [])):
+        files: dict[str, list[str]] = dict(json.loads(d) for k, d in entries if k == "files")
+        if releases in files:
+            spark.sql(f"REFRESH TABLE {releases}").collect()
+            now = spark.table(releases).inputFiles()
+        # the catalog row is the commit point: written, the transaction committed
+        if releases not in files or not set(now) - set(files[releases]):
             created = [d for k, d in entries if k == "created"]
             replaced = dict(json.loads(d) for k, d in entries if k == "replaced")
             _undo(spark, files, created, replaced)
