@@ -324,6 +324,22 @@ def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
     assert spark_rows(spark, "SELECT count(*) FROM ward") == [(40,)]
 
 
+def test_the_cli_takes_a_spark_master_url(
+    spark: Any, released: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlanon.cli import main
+
+    common = ["--key", "id", "--sensitive", "loss", "--quasi", "age", "sex"]
+    assert main(["release-ke", "--db", "local[1]", "people", "people_ke", *common,
+                 "--k", "3", "--e", "20"]) == 0  # fmt: skip
+    assert "people_ke: no change since version" in capsys.readouterr().err
+    assert main(["query", "--db", "local[1]", "SELECT COUNT(*) FROM people_ke"]) == 0
+    assert "count_star" in capsys.readouterr().out
+    assert main(["audit", "--db", "local[1]", "no_such_family"]) == 2
+    assert "no release family 'no_such_family'" in capsys.readouterr().err
+    assert not spark.sparkContext._jsc.sc().isStopped()  # the running session stays
+
+
 def test_import_sqlanon_does_not_import_pyspark(tmp_path: Path) -> None:
     import subprocess
     import sys

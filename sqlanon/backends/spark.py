@@ -497,6 +497,42 @@ def is_spark_session(con: Any) -> bool:
     )
 
 
+_MASTER = re.compile(r"^(local(\[(\*|[0-9]+)(,[0-9]+)?\])?|yarn|(spark|k8s|mesos)://\S+)$")
+
+
+def is_master_url(text: str) -> bool:
+    """Whether ``text`` is a Spark master URL (``local[2]``, ``spark://host:7077``,
+    ``yarn``, ``k8s://...``), as the CLI's ``--db`` takes it.
+
+    >>> is_master_url("local[2]"), is_master_url("clinic.duckdb")
+    (True, False)
+    """
+    return bool(_MASTER.match(text))
+
+
+@contextmanager
+def session_for_master(master: str) -> Iterator[Any]:
+    """A SparkSession on ``master`` with sqlanon installed (the CLI's ``--db``); stopped
+    at the end unless it was running already. Spark's own configuration (warehouse,
+    catalog) comes from the usual places (``spark-defaults.conf``, ``SPARK_CONF_DIR``);
+    the warehouse defaults to ``./spark-warehouse``."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ConfigError(
+            f"--db {master!r} is a Spark master URL, but pyspark is not installed: "
+            "pip install 'sqlanon[spark]' (and Java 17)"
+        ) from exc
+    running = SparkSession.getActiveSession()
+    spark = SparkSession.builder.master(master).appName("sqlanon").getOrCreate()
+    try:
+        install(spark)
+        yield spark
+    finally:
+        if running is None:
+            spark.stop()
+
+
 def install(spark: Any) -> list[str]:
     """Create database ``sqlanon`` with the catalog tables (idempotent); with Spark's
     in-memory catalog, first attach what an earlier application left in the warehouse
