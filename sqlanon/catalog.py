@@ -121,9 +121,22 @@ def set_limit(session: Session, name: str, value: int | None) -> QueryLimits:
             f"or None for the default; got {value!r}"
         )
     with session.transaction():
-        session.execute("DELETE FROM sqlanon.query_limits WHERE name = $1", [name])
+        delete_rows(session, "query_limits", "name = $1", [name], f"limit {name}")
         if value is not None:
             session.execute(
                 "INSERT INTO sqlanon.query_limits (name, value) VALUES ($1, $2)", [name, value]
             )
     return query_limits(session)
+
+
+def delete_rows(session: Session, table: str, where: str, params: list[Any], what: str) -> None:
+    """``DELETE FROM sqlanon.<table> WHERE <where>`` (both fixed text of the caller).
+    Spark tables take no DELETE: there a row is stored once, and replacing one is
+    refused (nothing written)."""
+    if session.dialect != "spark":
+        session.execute(f"DELETE FROM sqlanon.{table} WHERE {where}", params)  # noqa: S608
+    elif session.query(f"SELECT count(*) FROM sqlanon.{table} WHERE {where}", params)[0][0]:  # noqa: S608
+        raise ConfigError(
+            f"{what} is stored already; on Spark sqlanon cannot replace it (Spark tables "
+            "take no DELETE): keep it, or change it where the catalog allows DELETE"
+        )

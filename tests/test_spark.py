@@ -200,6 +200,14 @@ def test_rewrite_for_spark_runs_on_spark(spark: Any, released: dict[str, Any]) -
     assert "`" in sql or "people_ke" in sql
     rows = sorted(spark_rows(spark, sql))
     assert [r[0] for r in rows] == ["F", "M"]
+    # the data owner's query limits: stored once on Spark (no DELETE to replace a row)
+    assert sqlanon.set_limit(spark, "max_query_chars", 200)["max_query_chars"] == 200
+    with pytest.raises(SqlanonError, match="max_query_chars"):
+        sqlanon.interval(
+            spark, "SELECT SUM(loss) FROM people_ke WHERE " + "age > 1 AND " * 20 + "TRUE"
+        )
+    with pytest.raises(SqlanonError, match="cannot replace it"):
+        sqlanon.set_limit(spark, "max_query_chars", None)
 
 
 class Killed(Exception):
@@ -316,6 +324,7 @@ def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
         ("ward_nan", "ward_ke", KE, "NaN"),
         ("ward", "x; DROP TABLE ward --", KE, "not allowed"),
         ("ward", "`ward_ke`", KE, "not allowed"),
+        ("ward", "ward_ke", {**KE, "policy": "paper"}, "DuckDB and PostgreSQL only"),
     ]
     for source, family, args, message in bad:
         with pytest.raises(SqlanonError, match=message):

@@ -83,6 +83,11 @@ def release_ke(
             "(a release without any would show only shuffled values and group ids)"
         )
     domain_name = domain.check_domain(domain_name)
+    if policy == "paper" and session.dialect == "spark":
+        raise ConfigError(
+            "policy 'paper' (the seeds' rule, record by record, for reproducing their "
+            "figures) runs on DuckDB and PostgreSQL only; on Spark use auto, merge or defer"
+        )
     with session.transaction():
         session.lock_family(family)
         src = resolve_source(session, source)

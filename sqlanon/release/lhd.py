@@ -102,14 +102,16 @@ def load_hierarchies(
     found = load_directory(folder, dataset)
     rows = [row for h in found.values() for row in h.as_rows()]
     with session.transaction():
-        _delete(session, "hierarchies", "dataset = $1", [dataset], f"dataset {dataset!r}")
+        catalog.delete_rows(
+            session, "hierarchies", "dataset = $1", [dataset], f"dataset {dataset!r}"
+        )
         for attribute in found:
-            _delete(
+            catalog.delete_rows(
                 session,
                 "hierarchy_widths",
                 "dataset = $1 AND attribute = $2",
                 [dataset, attribute],
-                f"attribute {attribute!r} of dataset {dataset!r}",
+                f"a hierarchy of attribute {attribute!r} of dataset {dataset!r}",
             )
         columns = list(zip(*rows, strict=True))
         session.load_temp(
@@ -127,19 +129,6 @@ def load_hierarchies(
     return {"dataset": dataset, "attributes": sorted(found), "rows": len(rows)}
 
 
-def _delete(session: Session, table: str, where: str, params: list[Any], what: str) -> None:
-    """``DELETE FROM sqlanon.<table> WHERE <where>`` (both fixed text of this module).
-    Spark tables take no DELETE: there a hierarchy is stored once, and replacing one is
-    refused (nothing written)."""
-    if session.dialect != "spark":
-        session.execute(f"DELETE FROM sqlanon.{table} WHERE {where}", params)  # noqa: S608
-    elif session.query(f"SELECT count(*) FROM sqlanon.{table} WHERE {where}", params)[0][0]:  # noqa: S608
-        raise ConfigError(
-            f"a hierarchy for {what} is stored already; on Spark sqlanon cannot replace it "
-            "(Spark tables take no DELETE): keep it, or load under another dataset name"
-        )
-
-
 def hierarchy_widths(
     session: Session, dataset: str, attribute: str, widths: Sequence[float]
 ) -> dict[str, Any]:
@@ -155,12 +144,12 @@ def hierarchy_widths(
     Hierarchy.from_widths(attribute, spec, [0])  # checks: positive, each a multiple
     with session.transaction():
         for table in ("hierarchies", "hierarchy_widths"):
-            _delete(
+            catalog.delete_rows(
                 session,
                 table,
                 "dataset = $1 AND attribute = $2",
                 [dataset, attribute],
-                f"attribute {attribute!r} of dataset {dataset!r}",
+                f"a hierarchy of attribute {attribute!r} of dataset {dataset!r}",
             )
         json_type = "STRING" if session.dialect == "spark" else "JSON"
         session.execute(
