@@ -31,6 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:Resource
 
 SCHEMA = "id BIGINT, age INT, sex STRING, loss BIGINT"
 DUCK_SCHEMA = "id BIGINT, age INTEGER, sex VARCHAR, loss BIGINT"
+LAB = "id STRING, age INT, sex STRING, loss DOUBLE"
 KE = {"key": "id", "sensitive": "loss", "quasi": ["age", "sex"], "k": 3, "e": 20}
 
 
@@ -273,7 +274,9 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
     the next writing transaction what to remove (the catalog row was never written)."""
     from sqlanon.backends.spark import SparkSqlSession, _Transaction
 
-    append(spark, "lab", people(4000, 40, 7))
+    # text keys and a DOUBLE sensitive column (the other tests: BIGINT)
+    lab = [(f"p{i}", age, sex, loss + 0.25) for i, age, sex, loss in people(4000, 40, 7)]
+    append(spark, "lab", lab, LAB)
     before = state(spark)
     dead = SparkSqlSession(spark)
     dead._tx = _Transaction.begin(dead)  # as transaction() begins; it never ends
@@ -290,10 +293,16 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
     ) == [(40,)]
     assert spark_rows(spark, "SELECT count(*) FROM sqlanon.pending") == [(0,)]
     assert spark_rows(spark, "SELECT count(*) FROM lab_ke") == [(summary["rows_published"],)]
+    answer = sqlanon.interval(spark, "SELECT SUM(loss) AS s FROM lab_ke WHERE age < 40")[0]
+    true = spark_rows(
+        spark,
+        "SELECT sum(l.loss) FROM lab AS l JOIN sqlanon.members AS m ON m.record_key = l.id "
+        "AND m.family = 'lab_ke' AND m.status = 'published' WHERE l.age < 40",
+    )[0][0]
+    assert answer["s_low"] - 1e-9 <= true <= answer["s_high"] + 1e-9
 
     # Deleted rows would make ghosts (state rewritten in place): refused on Spark.
-    rows = people(4000, 40, 7)
-    spark.createDataFrame(rows[5:], SCHEMA).write.mode("overwrite").saveAsTable("lab_now")
+    spark.createDataFrame(lab[5:], LAB).write.mode("overwrite").saveAsTable("lab_now")
     spark.sql("DROP TABLE lab").collect()
     spark.sql("ALTER TABLE lab_now RENAME TO lab").collect()
     before = state(spark)

@@ -12,12 +12,15 @@ this module gives the release machinery what it needs of them:
   and its state once, not again in every later statement. :meth:`load_temp` makes a
   temporary view over a small local DataFrame (plans and ids: aggregates only).
 - **Commit point.** Catalog tables (database ``sqlanon``) are append-only parquet
-  tables. A writing transaction notes the data files each catalog table has and every
-  table and view it creates; the catalog row in ``sqlanon.releases`` is written last.
-  On an exception everything else is undone (new data files deleted, created tables
-  dropped, replaced views put back). The notes are kept in ``sqlanon.pending`` before
-  any write, so a driver that died mid-release is cleaned up by the next transaction:
-  if ``sqlanon.releases`` gained no file, what the dead one wrote is removed.
+  tables (sqlanon only INSERTs into them on Spark: no UPDATE or DELETE). Before its
+  first INSERT into a catalog table a writing transaction lists that table's data
+  files; it notes them, and every table and view it creates or replaces, in
+  ``sqlanon.pending`` before the write; the catalog row in ``sqlanon.releases`` is
+  written last. On an exception everything else is undone (the data files the catalog
+  tables gained are deleted, created tables dropped, replaced views put back). A
+  driver that died mid-release is cleaned up by the next writing transaction from its
+  notes: unless ``sqlanon.releases`` gained a file, what the dead one wrote is removed.
+  (Its temporary tables in ``sqlanon_work`` stay as unused files.)
 - **Locks.** Writing transactions of one Python process run one at a time (a process
   lock: the undo deletes files, so two must not interleave). Nothing serializes two
   driver processes: release a domain from one driver at a time.
