@@ -138,6 +138,11 @@ class SparkSqlSession:
     dialect = "spark"
 
     def __init__(self, spark: Any) -> None:
+        if type(spark).__module__.startswith("pyspark.sql.connect"):
+            raise ConfigError(
+                "a Spark Connect session cannot run sqlanon: its undo deletes catalog data "
+                "files through the driver's Hadoop FileSystem; use a classic SparkSession"
+            )
         self._spark = spark
         self._temp: dict[str, str] = {}  # temporary table -> its parquet table
         self._tx: _Transaction | None = None
