@@ -274,9 +274,11 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
     the next writing transaction what to remove (the catalog row was never written)."""
     from sqlanon.backends.spark import SparkSqlSession, _Transaction
 
-    # text keys and a DOUBLE sensitive column (the other tests: BIGINT)
+    # text keys, a DOUBLE sensitive column (the other tests: BIGINT), a source in another
+    # database named as SQL quotes it (Spark's catalog keeps names in lower case)
     lab = [(f"p{i}", age, sex, loss + 0.25) for i, age, sex, loss in people(4000, 40, 7)]
-    append(spark, "lab", lab, LAB)
+    spark.sql("CREATE DATABASE IF NOT EXISTS clinic").collect()
+    append(spark, "clinic.Lab", lab, LAB)
     before = state(spark)
     dead = SparkSqlSession(spark)
     dead._tx = _Transaction.begin(dead)  # as transaction() begins; it never ends
@@ -286,8 +288,8 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
         "VALUES ('lab_ke', 1, '4000', 'held_back')"
     )
     assert state(spark) != before
-    summary = sqlanon.release_ke(spark, "lab", "lab_ke", seed=5, **KE)
-    assert summary["version"] == 1
+    summary = sqlanon.release_ke(spark, '"clinic"."Lab"', "lab_ke", seed=5, **KE)
+    assert summary["version"] == 1 and summary["domain"] == "clinic.lab"
     assert spark_rows(
         spark, "SELECT count(*) FROM sqlanon.members WHERE family = 'lab_ke' AND version = 1"
     ) == [(40,)]
@@ -296,18 +298,18 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
     answer = sqlanon.interval(spark, "SELECT SUM(loss) AS s FROM lab_ke WHERE age < 40")[0]
     true = spark_rows(
         spark,
-        "SELECT sum(l.loss) FROM lab AS l JOIN sqlanon.members AS m ON m.record_key = l.id "
+        "SELECT sum(l.loss) FROM clinic.lab AS l JOIN sqlanon.members AS m ON m.record_key = l.id "
         "AND m.family = 'lab_ke' AND m.status = 'published' WHERE l.age < 40",
     )[0][0]
     assert answer["s_low"] - 1e-9 <= true <= answer["s_high"] + 1e-9
 
     # Deleted rows would make ghosts (state rewritten in place): refused on Spark.
-    spark.createDataFrame(lab[5:], LAB).write.mode("overwrite").saveAsTable("lab_now")
-    spark.sql("DROP TABLE lab").collect()
-    spark.sql("ALTER TABLE lab_now RENAME TO lab").collect()
+    spark.createDataFrame(lab[5:], LAB).write.mode("overwrite").saveAsTable("clinic.lab_now")
+    spark.sql("DROP TABLE clinic.lab").collect()
+    spark.sql("ALTER TABLE clinic.lab_now RENAME TO clinic.lab").collect()
     before = state(spark)
     with pytest.raises(SqlanonError, match="on Spark sqlanon takes inserts"):
-        sqlanon.release_ke(spark, "lab", "lab_ke", seed=6, **KE)
+        sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=6, **KE)
     assert state(spark) == before
 
 

@@ -98,8 +98,12 @@ def resolve_source(session: Session, source: object) -> Source:
         schema, schema_quoted = current_schema(session), True
         table, table_quoted = parts[0]
 
+    # Spark's catalog keeps database and table names in lower case: a quoted name
+    # matches there ignoring case too.
+    exact = not isinstance(session, ListsCatalog)
+
     def fits(found: str, name: str, quoted: bool) -> bool:
-        return found == name if quoted else found.lower() == name.lower()
+        return found == name if quoted and exact else found.lower() == name.lower()
 
     rows = (
         session.find_tables(schema, table)
