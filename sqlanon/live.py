@@ -207,22 +207,15 @@ def apply_counted_changes(
     )
 
 
-def refuse_on_spark(domain: str, gone: Sequence[str], changed: Sequence[str]) -> None:
-    """Spark tables take no UPDATE or DELETE, and ghosts rewrite sqlanon's state in
-    place: on Spark a domain's source may only grow (inserts, changed quasi-identifiers)."""
-    what = []
-    if gone:
-        what.append(f"{len(gone)} deleted (keys {', '.join(map(str, list(gone)[:5]))})")
-    if changed:
-        what.append(
-            f"{len(changed)} with a changed sensitive value (keys "
-            f"{', '.join(map(str, list(changed)[:5]))})"
-        )
+def refuse_on_spark(domain: str, changed: Sequence[str]) -> None:
+    """On Spark a changed sensitive value is refused: its chain rule rewrites the
+    release's own rows in place (temporary tables take no UPDATE there)."""
     raise ConfigError(
-        f"domain {domain!r}: records its releases saw are {' and '.join(what)}; on Spark "
-        "sqlanon takes inserts and changed quasi-identifiers only (deletions and changed "
-        "values make ghosts, which rewrite its state in place). Restore those rows, or "
-        "release the domain from DuckDB or PostgreSQL; nothing was written"
+        f"domain {domain!r}: {len(changed)} records its releases published have a changed "
+        f"sensitive value (keys {', '.join(map(str, list(changed)[:5]))}); on Spark sqlanon "
+        "takes inserts, deletions and changed quasi-identifiers, not changed values. "
+        "Restore those values, or release the domain from DuckDB or PostgreSQL; nothing "
+        "was written"
     )
 
 
@@ -246,8 +239,8 @@ def apply_deletes(
     gone = _gone(session, domain_last, family_last, src, key, known)
     deleted = [str(k) for k, published in gone if published]
     dropped = [str(k) for k, published in gone if not published]
-    if session.dialect == "spark" and (gone or changed_keys):
-        refuse_on_spark(domain, [k for k, _published in gone], changed_keys)
+    if session.dialect == "spark" and changed_keys:
+        refuse_on_spark(domain, changed_keys)
     if deleted or changed_keys:
         ghosting = [*deleted, *changed_keys]
         session.load_temp(

@@ -220,22 +220,6 @@ def kill_after_writing(stage: str, count: int) -> None:
         raise Killed(stage)
 
 
-def test_a_release_killed_after_writing_its_table_leaves_nothing(
-    spark: Any, released: dict[str, Any]
-) -> None:
-    append(spark, "people", people(300, 20, 9))
-    before = state(spark)
-    view = sorted(spark_rows(spark, "SELECT * FROM people_ke"))
-    with pytest.raises(Killed):
-        sqlanon.release_ke(spark, "people", "people_ke", seed=10, progress=kill_after_writing, **KE)
-    assert state(spark) == before  # no people_ke_v3, no bounds, no state, no catalog row
-    assert sorted(spark_rows(spark, "SELECT * FROM people_ke")) == view  # still version 2
-    third = sqlanon.release_ke(spark, "people", "people_ke", seed=10, **KE)
-    assert third["version"] == 3 and third["inserted"] == 20
-    assert spark_rows(spark, "SELECT count(*) FROM people_ke")[0][0] == third["rows_published"]
-    assert all(r["exposed"] == 0 for r in sqlanon.audit(spark, "people_ke"))
-
-
 def test_an_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
     from sqlanon.demo import bundled_adult, load_adult
 
@@ -269,9 +253,11 @@ def test_an_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
         sqlanon.load_hierarchies(spark, "adult")
 
 
-def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None:
+def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark: Any) -> None:
     """A driver that dies mid-release runs no undo: its notes in sqlanon.pending tell
-    the next writing transaction what to remove (the catalog row was never written)."""
+    the next writing transaction what to remove (the catalog row was never written).
+    A release that fails after writing its table (and, with deletions, after writing
+    the catalog's tables anew) is undone: nothing visible, the next one succeeds."""
     from sqlanon.backends.spark import SparkSqlSession, _Transaction
 
     # text keys, a DOUBLE sensitive column (the other tests: BIGINT), a source in another
@@ -303,13 +289,44 @@ def test_the_next_release_cleans_up_after_a_driver_that_died(spark: Any) -> None
     )[0][0]
     assert answer["s_low"] - 1e-9 <= true <= answer["s_high"] + 1e-9
 
-    # Deleted rows would make ghosts (state rewritten in place): refused on Spark.
+    # Deleted rows become ghosts: Spark writes members, kept values and links anew
+    # (INSERT OVERWRITE, old files moved aside); a release killed after that and after
+    # its table is written leaves the catalog as it was.
     spark.createDataFrame(lab[5:], LAB).write.mode("overwrite").saveAsTable("clinic.lab_now")
     spark.sql("DROP TABLE clinic.lab").collect()
     spark.sql("ALTER TABLE clinic.lab_now RENAME TO clinic.lab").collect()
+    members = (
+        "SELECT family, version, record_key, group_id, cell_id, status, ghost FROM sqlanon.members"
+    )
+    before, rows_before = state(spark), sorted(spark_rows(spark, members), key=str)
+    view = sorted(spark_rows(spark, "SELECT * FROM lab_ke"), key=str)
+    with pytest.raises(Killed):
+        sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=6, progress=kill_after_writing, **KE)
+    assert state(spark) == before  # no lab_ke_v2, no bounds, no catalog row
+    assert sorted(spark_rows(spark, members), key=str) == rows_before  # no key replaced
+    assert sorted(spark_rows(spark, "SELECT * FROM lab_ke"), key=str) == view  # version 1
+    second = sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=6, **KE)
+    published = sum(
+        r[3] is not None
+        for r in rows_before
+        if r[:3] in {("lab_ke", 1, f"p{i}") for i in range(4000, 4005)}
+    )
+    assert (second["version"], second["deleted"], second["ghosts"]) == (2, 5, published)
+    assert spark_rows(spark, "SELECT count(*) FROM lab_ke WHERE ghost") == [(published,)]
+    assert spark_rows(
+        spark, "SELECT count(*) FROM sqlanon.members WHERE family = 'lab_ke' AND ghost"
+    ) == [(2 * published,)]  # the ghost in version 1 and in version 2
+    assert all(r["exposed"] == 0 for r in sqlanon.audit(spark, "lab_ke"))
+    assert spark_rows(spark, "SELECT count(*) FROM sqlanon.pending") == [(0,)]
+
+    # A changed sensitive value is refused on Spark (the chain rule rewrites rows in place).
+    changed = [(k, a, x, loss + (1000.0 if k == "p4010" else 0.0)) for k, a, x, loss in lab[5:]]
+    spark.createDataFrame(changed, LAB).write.mode("overwrite").saveAsTable("clinic.lab_now")
+    spark.sql("DROP TABLE clinic.lab").collect()
+    spark.sql("ALTER TABLE clinic.lab_now RENAME TO clinic.lab").collect()
     before = state(spark)
-    with pytest.raises(SqlanonError, match="on Spark sqlanon takes inserts"):
-        sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=6, **KE)
+    with pytest.raises(SqlanonError, match="not changed values"):
+        sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=7, **KE)
     assert state(spark) == before
 
 
@@ -394,7 +411,7 @@ def test_a_new_application_on_the_same_warehouse_finds_the_releases(
         rows = sqlanon.interval(again, "SELECT SUM(loss) AS s FROM people_ke")
         assert rows[0]["s_low"] <= rows[0]["s_high"]
         versions = "SELECT family, version FROM sqlanon.releases WHERE family = 'people_ke'"
-        assert sorted(spark_rows(again, versions)) == [("people_ke", v) for v in (1, 2, 3)]
-        assert newest == [(3,)]
+        assert sorted(spark_rows(again, versions)) == [("people_ke", 1), ("people_ke", 2)]
+        assert newest == [(2,)]
     finally:
         again.stop()

@@ -62,6 +62,12 @@ _CREATES = re.compile(
     rf"({_IDENT}(?:\.{_IDENT})?)",
     re.IGNORECASE,
 )
+_OVERWRITE = re.compile(
+    r"^\s*INSERT\s+OVERWRITE\s+sqlanon\.([a-z_]+)\s+(SELECT\b.*)$", re.IGNORECASE | re.DOTALL
+)
+_INSERT_TEMP = re.compile(
+    r"^\s*INSERT\s+INTO\s+(_sqlanon_[a-z_]+)\s+(.*)$", re.IGNORECASE | re.DOTALL
+)
 _INSERTS = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?sqlanon\.`?([a-z_]+)`?", re.IGNORECASE)
 _SPARK_TYPES = {
     "VARCHAR": "STRING",
@@ -161,6 +167,12 @@ class SparkSqlSession:
         if drop and drop.group(2) in self._temp:
             self._drop_temp(drop.group(2))
             return None
+        overwrite = _OVERWRITE.match(text)
+        if overwrite:
+            return self._overwrite(overwrite.group(1), overwrite.group(2), params)
+        into_temp = _INSERT_TEMP.match(text)
+        if into_temp and into_temp.group(1) in self._temp:
+            text = f"INSERT INTO {self._temp[into_temp.group(1)]} {into_temp.group(2)}"
         inserts = _INSERTS.match(text)
         if inserts and self._tx is not None and inserts.group(1) in CATALOG_TABLES:
             self._tx.writing(self, inserts.group(1))
@@ -215,10 +227,27 @@ class SparkSqlSession:
         """Temporary view ``name`` over a small local DataFrame (plans, ids)."""
         self._drop_temp(name)
         q = self.quote_ident
-        schema = ", ".join(f"{q(c)} {spark_type(types[c])}" for c in columns)
-        data = [_column(np.asarray(v), spark_type(types[c])) for c, v in columns.items()]
+        kinds = {c: spark_type(types[c]) for c in columns}
+        # text for a typed column (kept values): loaded as text, cast by Spark
+        as_text = {
+            c
+            for c, v in columns.items()
+            if np.asarray(v).dtype.kind in "OU"
+            and kinds[c].upper() != "STRING"
+            and any(isinstance(x, str) for x in np.asarray(v).tolist())
+        }
+        schema = ", ".join(f"{q(c)} {'STRING' if c in as_text else kinds[c]}" for c in columns)
+        data = [_column(np.asarray(v), kinds[c]) for c, v in columns.items()]
         rows = list(zip(*data, strict=True)) if data else []
-        self._spark.createDataFrame(rows, schema=schema).createOrReplaceTempView(name)
+        frame = self._spark.createDataFrame(rows, schema=schema)
+        if as_text:
+            frame = frame.selectExpr(
+                *(
+                    f"CAST({q(c)} AS {kinds[c]}) AS {q(c)}" if c in as_text else q(c)
+                    for c in columns
+                )
+            )
+        frame.createOrReplaceTempView(name)
 
     def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
         self._drop_temp(name)
@@ -230,13 +259,29 @@ class SparkSqlSession:
             args=args or None,
         ).collect()
         self._temp[name] = table
-        self._spark.table(table).createOrReplaceTempView(name)
+        # a view by name (not over a DataFrame): rows inserted later show in it
+        self._spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}").collect()  # noqa: S608
 
     def _drop_temp(self, name: str) -> None:
         self._spark.catalog.dropTempView(name)
         table = self._temp.pop(name, None)
         if table is not None:
             self._spark.sql(f"DROP TABLE IF EXISTS {table}").collect()
+
+    def _overwrite(self, table: str, query: str, params: Sequence[Any]) -> None:
+        """``INSERT OVERWRITE sqlanon.<table> SELECT ...`` (the Spark form of an UPDATE
+        or DELETE of catalog rows, ``sql/spark/live_*.sql``): the query's rows go to a
+        work table, the table's data files move to a backup folder (noted first), and the
+        rows are inserted back; an undo deletes them and moves the backup back."""
+        if self._tx is None or table not in CATALOG_TABLES:
+            raise ConfigError(f"INSERT OVERWRITE sqlanon.{table} runs only inside a transaction")
+        self._tx.writing(self, table)
+        self._create_temp("_sqlanon_overwrite", query, params)
+        self._tx.move_away(self, table)
+        self._spark.sql(
+            f"INSERT INTO sqlanon.`{table}` SELECT * FROM _sqlanon_overwrite"  # noqa: S608
+        ).collect()
+        self._drop_temp("_sqlanon_overwrite")
 
     def quote_ident(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
@@ -319,6 +364,7 @@ class _Transaction:
         self.created: list[str] = []  # tables and views created, qualified
         self.replaced: dict[str, str] = {}  # view -> its definition before
         self.noted = noted  # sqlanon.pending's files before the notes (None: no table yet)
+        self.moved: dict[str, str] = {}  # catalog table -> folder its files moved to
 
     @classmethod
     def begin(cls, session: SparkSqlSession) -> _Transaction:
@@ -341,6 +387,20 @@ class _Transaction:
             self.files[name] = sorted(spark.table(name).inputFiles())
             self.note(spark, "files", json.dumps([name, self.files[name]]))
 
+    def move_away(self, session: SparkSqlSession, table: str) -> None:
+        """Move the data files of catalog table ``table`` to a backup folder beside the
+        catalog's tables (noted first), before its rows are written anew."""
+        spark = session.spark
+        name = f"sqlanon.`{table}`"
+        folder = self.moved.get(name)
+        if folder is None:
+            folder = f"{_location(spark, 'sqlanon')}/_backup_{self.txid}/{table}"
+            self.note(spark, "moved", json.dumps([name, folder]))
+            self.moved[name] = folder
+        spark.sql(f"REFRESH TABLE {name}").collect()
+        _move_files(spark, spark.table(name).inputFiles(), folder)
+        spark.sql(f"REFRESH TABLE {name}").collect()
+
     def creating(self, session: SparkSqlSession, name: str, how: str, kind: str) -> None:
         """Before ``CREATE [OR REPLACE] TABLE|VIEW [IF NOT EXISTS] name``: note what an
         undo must drop or restore. A creation IF NOT EXISTS (the catalog's own tables)
@@ -358,13 +418,14 @@ class _Transaction:
                 self.note(spark, "created", qualified)
 
     def undo(self, session: SparkSqlSession) -> None:
-        _undo(session.spark, self.files, self.created, self.replaced)
+        _undo(session.spark, self.files, self.created, self.replaced, self.moved)
         self.end(session)
 
     def end(self, session: SparkSqlSession) -> None:
         """Drop this transaction's notes (the files sqlanon.pending gained since it began:
         one writing transaction at a time)."""
         spark = session.spark
+        _drop_backups(spark, self.moved.values())
         if self.noted is None:
             return
         gained = sorted(set(_pending_files(spark)) - set(self.noted))
@@ -412,11 +473,51 @@ def _delete_files(spark: Any, files: Sequence[str]) -> None:
         path.getFileSystem(conf).delete(path, False)
 
 
+def _fs(spark: Any, path: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), p
+
+
+def _move_files(spark: Any, files: Sequence[str], folder: str) -> None:
+    fs, target = _fs(spark, folder)
+    fs.mkdirs(target)
+    jvm = spark.sparkContext._jvm
+    for f in files:
+        source = jvm.org.apache.hadoop.fs.Path(f)
+        if not fs.rename(source, jvm.org.apache.hadoop.fs.Path(target, source.getName())):
+            raise ConfigError(f"could not move {f} to {folder}; nothing was changed after it")
+
+
+def _move_back(spark: Any, folder: str, before: Sequence[str]) -> None:
+    """Move the files of ``folder`` back to where ``before`` lists them."""
+    fs, source = _fs(spark, folder)
+    if not fs.exists(source):
+        return
+    jvm = spark.sparkContext._jvm
+    home = {jvm.org.apache.hadoop.fs.Path(f).getName(): f for f in before}
+    for status in fs.listStatus(source):
+        name = str(status.getPath().getName())
+        if name in home:
+            fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(home[name]))
+
+
+def _drop_backups(spark: Any, folders: Any) -> None:
+    for folder in folders:
+        fs, path = _fs(spark, folder)
+        if fs.exists(path):
+            fs.delete(path.getParent(), True)
+
+
 def _undo(
-    spark: Any, files: dict[str, list[str]], created: Sequence[str], replaced: dict[str, str]
+    spark: Any,
+    files: dict[str, list[str]],
+    created: Sequence[str],
+    replaced: dict[str, str],
+    moved: dict[str, str],
 ) -> None:
-    """Put the catalog tables of ``files`` back to those files, drop ``created``,
-    restore ``replaced``."""
+    """Put the catalog tables of ``files`` back to those files (the ones ``moved`` to a
+    backup folder come back), drop ``created``, restore ``replaced``."""
     for name in reversed(list(created)):
         kind = "VIEW" if _is_view(spark, name) else "TABLE"
         spark.sql(f"DROP {kind} IF EXISTS {name}").collect()
@@ -428,9 +529,11 @@ def _undo(
     for name, before in files.items():
         spark.sql(f"REFRESH TABLE {name}").collect()
         gained = sorted(set(spark.table(name).inputFiles()) - set(before))
-        if gained:
-            _delete_files(spark, gained)
-            spark.sql(f"REFRESH TABLE {name}").collect()
+        _delete_files(spark, gained)
+        if name in moved:
+            _move_back(spark, moved[name], before)
+        spark.sql(f"REFRESH TABLE {name}").collect()
+    _drop_backups(spark, moved.values())
 
 
 def _is_view(spark: Any, name: str) -> bool:
@@ -471,7 +574,10 @@ def recover(session: SparkSqlSession) -> list[str]:
         if releases not in files or not set(now) - set(files[releases]):
             created = [d for k, d in entries if k == "created"]
             replaced = dict(json.loads(d) for k, d in entries if k == "replaced")
-            _undo(spark, files, created, replaced)
+            moved = dict(json.loads(d) for k, d in entries if k == "moved")
+            _undo(spark, files, created, replaced, moved)
+        else:
+            _drop_backups(spark, [json.loads(d)[1] for k, d in entries if k == "moved"])
         _delete_files(spark, sorted(files_of[txid]))
     spark.sql("REFRESH TABLE sqlanon.pending").collect()
     return list(by_tx)
