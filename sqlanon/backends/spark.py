@@ -12,7 +12,7 @@ this module gives the release machinery what it needs of them:
   and its state once, not again in every later statement. :meth:`load_temp` makes a
   temporary view over a small local DataFrame (plans and ids: aggregates only).
 - **Commit point.** Catalog tables (database ``sqlanon``) are append-only parquet
-  tables (sqlanon only INSERTs into them on Spark: no UPDATE or DELETE). Before its
+  tables (Spark takes no UPDATE or DELETE on them). Before its
   first INSERT into a catalog table a writing transaction lists that table's data
   files; it notes them, and every table and view it creates or replaces, in
   ``sqlanon.pending`` before the write; the catalog row in ``sqlanon.releases`` is
@@ -20,7 +20,9 @@ this module gives the release machinery what it needs of them:
   tables gained are deleted, created tables dropped, replaced views put back). A
   driver that died mid-release is cleaned up by the next writing transaction from its
   notes: unless ``sqlanon.releases`` gained a file, what the dead one wrote is removed.
-  (Its temporary tables in ``sqlanon_work`` stay as unused files.)
+  (Its temporary tables in ``sqlanon_work`` stay as unused files.) Rows are replaced
+  (ghosts) by ``INSERT OVERWRITE sqlanon.<table> SELECT ...`` (:meth:`_overwrite`):
+  the old files move to a backup folder, noted first, and come back on an undo.
 - **Locks.** Writing transactions of one Python process run one at a time (a process
   lock: the undo deletes files, so two must not interleave). Nothing serializes two
   driver processes: release a domain from one driver at a time.
