@@ -16,14 +16,13 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyspark.sql as pyspark_sql  # the dev extra (and Java, scripts/setup): never skipped
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import SqlanonError
-
-pyspark_sql = pytest.importorskip("pyspark.sql")  # in the dev extra: never skipped in CI
 
 # pyspark's collect() reads its result from a local socket it never closes (pyspark 4.0,
 # pyspark/sql/classic/dataframe.py via _load_from_socket): ResourceWarning on every call.
