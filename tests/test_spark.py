@@ -1,10 +1,12 @@
 """Spark as a third engine (issue 14): a real local Spark (local[1], one SparkSession
 for the module, small data), no mocks.
 
-A release made on Spark equals the DuckDB release with the same seed (the same rows in
-the same order, members, cells and bounds), the audit reports no exposed record,
-interval answers contain the true answer, a release that fails after writing its table
-leaves nothing visible, and bad input is refused before anything is written.
+A (k,e) or lHD release made on Spark equals the DuckDB release with the same seed (the
+same rows in the same order, members, cells and bounds), the audit reports no exposed
+record, interval answers contain the true answer, deletions make ghosts, a release that
+fails after writing its table (and the catalog's tables anew) leaves nothing visible, a
+dead driver's leftovers are removed by the next release, bad input is refused before
+anything is written, a new application finds the releases, and the CLI takes a master.
 """
 
 from __future__ import annotations
