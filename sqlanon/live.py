@@ -207,18 +207,6 @@ def apply_counted_changes(
     )
 
 
-def refuse_on_spark(domain: str, changed: Sequence[str]) -> None:
-    """On Spark a changed sensitive value is refused: its chain rule rewrites the
-    release's own rows in place (temporary tables take no UPDATE there)."""
-    raise ConfigError(
-        f"domain {domain!r}: {len(changed)} records its releases published have a changed "
-        f"sensitive value (keys {', '.join(map(str, list(changed)[:5]))}); on Spark sqlanon "
-        "takes inserts, deletions and changed quasi-identifiers, not changed values. "
-        "Restore those values, or release the domain from DuckDB or PostgreSQL; nothing "
-        "was written"
-    )
-
-
 def apply_deletes(
     session: Session,
     domain: str,
@@ -239,8 +227,6 @@ def apply_deletes(
     gone = _gone(session, domain_last, family_last, src, key, known)
     deleted = [str(k) for k, published in gone if published]
     dropped = [str(k) for k, published in gone if not published]
-    if session.dialect == "spark" and changed_keys:
-        refuse_on_spark(domain, changed_keys)
     if deleted or changed_keys:
         ghosting = [*deleted, *changed_keys]
         session.load_temp(

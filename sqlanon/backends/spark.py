@@ -58,6 +58,11 @@ _TEMP_TABLE = re.compile(
 _DROP_TABLE = re.compile(
     r"^\s*DROP\s+TABLE\s+(IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*$", re.IGNORECASE
 )
+_ADD_COLUMN = re.compile(
+    r"^\s*ALTER\s+TABLE\s+(_sqlanon_[a-z_]+)\s+ADD\s+COLUMN\s+([a-z_]+)\s+([A-Za-z]+)"
+    r"\s+DEFAULT\s+('[^'\\]*'|-?[0-9]+|true|false)\s*$",
+    re.IGNORECASE,
+)
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
 _CREATES = re.compile(
     rf"^\s*CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(IF\s+NOT\s+EXISTS\s+)?"
@@ -165,6 +170,15 @@ class SparkSqlSession:
         temp = _TEMP_TABLE.match(text)
         if temp:
             return self._create_temp(temp.group(1), temp.group(2), params)
+        alter = _ADD_COLUMN.match(text)
+        if alter and alter.group(1) in self._temp:
+            name, column, kind, default = alter.groups()
+            self._create_temp(
+                name,
+                f"SELECT *, CAST({default} AS {spark_type(kind)}) AS {column} FROM {name}",  # noqa: S608
+                (),
+            )
+            return None
         drop = _DROP_TABLE.match(text)
         if drop and drop.group(2) in self._temp:
             self._drop_temp(drop.group(2))
@@ -252,7 +266,8 @@ class SparkSqlSession:
         frame.createOrReplaceTempView(name)
 
     def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
-        self._drop_temp(name)
+        """``CREATE TEMP TABLE name AS query``; the query may read ``name`` itself (the
+        Spark form of an UPDATE or ALTER of a temporary table: sql/spark/*.sql)."""
         # a directory named _... is hidden from Spark's file listing: no leading _
         table = f"{WORK_DATABASE}.t{uuid.uuid4().hex}{name}"
         bound, args = bind(query, params)
@@ -260,6 +275,7 @@ class SparkSqlSession:
             f"CREATE TABLE {table} USING parquet AS {bound}",  # noqa: S608 - sqlanon's names
             args=args or None,
         ).collect()
+        self._drop_temp(name)
         self._temp[name] = table
         # a view by name (not over a DataFrame): rows inserted later show in it
         self._spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}").collect()  # noqa: S608

@@ -129,6 +129,13 @@ def release_ke(
                 session, applied, family, version, table, src, parameters, source_rows, scope,
                 last, k, e,
             )  # fmt: skip
+        if session.dialect == "spark":  # the row path's SQL is DuckDB's and PostgreSQL's
+            raise ConfigError(
+                f"domain {scope.name!r} has changed sensitive values and constrains a column "
+                f"this release publishes as a quasi-identifier ({', '.join(quasi)}); on Spark "
+                "sqlanon cannot release that yet: release it from DuckDB or PostgreSQL, or "
+                "leave the constrained column out of quasi"
+            )
 
         q = session.quote_ident
         others = [a for a in scope.attributes if a != sensitive]
