@@ -9,7 +9,10 @@ this module gives the release machinery what it needs of them:
 - **Temporary tables.** ``CREATE TEMP TABLE name AS query`` (the common SQL's only
   form) is materialized as a parquet table in database ``sqlanon_work`` behind a
   temporary view ``name``: a Spark view is lazy, and the release must read the source
-  and its state once, not again in every later statement. :meth:`load_temp` makes a
+  and its state once, not again in every later statement. Its query may read the
+  table it replaces (the Spark form of an UPDATE, ``sql/spark/ke_engine_*.sql``), and
+  ``ALTER TABLE _sqlanon_x ADD COLUMN c T DEFAULT v`` makes it anew with the column;
+  ``INSERT INTO _sqlanon_x`` goes to its parquet table. :meth:`load_temp` makes a
   temporary view over a small local DataFrame (plans and ids: aggregates only).
 - **Commit point.** Catalog tables (database ``sqlanon``) are append-only parquet
   tables (Spark takes no UPDATE or DELETE on them). Before its
