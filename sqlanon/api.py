@@ -15,7 +15,13 @@ from sqlanon.release import ke as release_ke_module
 def install(con: Any) -> list[str]:
     """Make sqlanon usable on a DuckDB connection: apply pending catalog migrations and
     register the SQL functions on it (idempotent; call it on every new connection).
-    For PostgreSQL use ``sqlanon install-postgres URL`` (see README)."""
+    On a ``pyspark.sql.SparkSession``: create database ``sqlanon`` and its catalog
+    tables (idempotent). For PostgreSQL use ``sqlanon install-postgres URL`` (see README)."""
+    from sqlanon.backends.spark import install as install_spark
+    from sqlanon.backends.spark import is_spark_session
+
+    if is_spark_session(con):
+        return install_spark(con)
     from sqlanon.backends.duckdb import install as install_duckdb
 
     return install_duckdb(con)
@@ -23,7 +29,10 @@ def install(con: Any) -> list[str]:
 
 @contextmanager
 def session_for(con: Any) -> Iterator[Session]:
-    """A :class:`Session` for a DuckDB connection or a psycopg connection."""
+    """A :class:`Session` for a DuckDB connection, a psycopg connection or a
+    ``pyspark.sql.SparkSession``."""
+    from sqlanon.backends.spark import SparkSqlSession, is_spark_session
+
     module = type(con).__module__
     if module.startswith("duckdb") or module.startswith("_duckdb"):
         from sqlanon.backends.duckdb import DuckDBSession
@@ -37,8 +46,17 @@ def session_for(con: Any) -> Iterator[Session]:
         from sqlanon.backends.postgres import PsycopgSession
 
         yield PsycopgSession(con)
+    elif is_spark_session(con):
+        spark_session = SparkSqlSession(con)
+        try:
+            yield spark_session
+        finally:
+            spark_session.close()
     else:
-        raise ConfigError(f"expected a duckdb or psycopg connection, got {type(con).__name__}")
+        raise ConfigError(
+            "expected a duckdb or psycopg connection or a pyspark SparkSession, "
+            f"got {type(con).__name__}"
+        )
 
 
 def _require_writable(session: Session, verb: str) -> None:

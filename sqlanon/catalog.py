@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlanon import sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
 
@@ -35,13 +36,6 @@ class Release:
     seq: int = 0  # place in the domain's sequence of releases, 1, 2, ...
 
 
-_RELEASE_COLUMNS = (
-    "family, version, table_name, model, source, CAST(parameters AS VARCHAR), rows_published, "
-    "held_back, suppressed, groups, sum_of_errors, source_rows, CAST(metrics AS VARCHAR), "
-    "domain, seq"
-)
-
-
 def _release(row: tuple[Any, ...]) -> Release:
     values = list(row)
     values[5] = json.loads(values[5])
@@ -53,7 +47,7 @@ def _release(row: tuple[Any, ...]) -> Release:
 
 def releases(session: Session, family: str | None = None) -> list[Release]:
     """Every version of one family (or of all families), oldest first."""
-    sql = f"SELECT {_RELEASE_COLUMNS} FROM sqlanon.releases"  # noqa: S608 - fixed column list
+    sql = sqltext.load(session.dialect, "releases_select")
     if family is None:
         rows = session.query(sql + " ORDER BY family, version")
     else:
@@ -68,17 +62,13 @@ def latest(session: Session, family: str) -> Release | None:
 
 def domain_releases(session: Session, domain: str) -> list[Release]:
     """Every release of ``domain``, every family and model, in the domain's order."""
-    sql = f"SELECT {_RELEASE_COLUMNS} FROM sqlanon.releases WHERE domain = $1 ORDER BY seq"  # noqa: S608
+    sql = sqltext.load(session.dialect, "releases_select") + " WHERE domain = $1 ORDER BY seq"
     return [_release(r) for r in session.query(sql, [domain])]
 
 
 def record_release(session: Session, release: Release) -> None:
     session.execute(
-        "INSERT INTO sqlanon.releases (family, version, table_name, model, source, parameters,"
-        " rows_published, held_back, suppressed, groups, sum_of_errors, source_rows, metrics,"
-        " domain, seq)"
-        " VALUES ($1, $2, $3, $4, $5, CAST($6 AS JSON), $7, $8, $9, $10, $11, $12,"
-        " CAST($13 AS JSON), $14, $15)",
+        sqltext.load(session.dialect, "record_release"),
         [
             release.family,
             release.version,
@@ -131,9 +121,22 @@ def set_limit(session: Session, name: str, value: int | None) -> QueryLimits:
             f"or None for the default; got {value!r}"
         )
     with session.transaction():
-        session.execute("DELETE FROM sqlanon.query_limits WHERE name = $1", [name])
+        delete_rows(session, "query_limits", "name = $1", [name], f"limit {name}")
         if value is not None:
             session.execute(
                 "INSERT INTO sqlanon.query_limits (name, value) VALUES ($1, $2)", [name, value]
             )
     return query_limits(session)
+
+
+def delete_rows(session: Session, table: str, where: str, params: list[Any], what: str) -> None:
+    """``DELETE FROM sqlanon.<table> WHERE <where>`` (both fixed text of the caller).
+    Spark tables take no DELETE: there a row is stored once, and replacing one is
+    refused (nothing written)."""
+    if session.dialect != "spark":
+        session.execute(f"DELETE FROM sqlanon.{table} WHERE {where}", params)  # noqa: S608
+    elif session.query(f"SELECT count(*) FROM sqlanon.{table} WHERE {where}", params)[0][0]:  # noqa: S608
+        raise ConfigError(
+            f"{what} is stored already; on Spark sqlanon cannot replace it (Spark tables "
+            "take no DELETE): keep it, or change it where the catalog allows DELETE"
+        )

@@ -1,6 +1,7 @@
 """sqlanon on the command line: thin wrappers over the library.
 
-Every command takes ``--db`` (a DuckDB file, or a ``postgresql://`` URL). A
+Every command takes ``--db`` (a DuckDB file, a ``postgresql://`` URL, or a Spark master
+URL such as ``local[2]`` or ``spark://host:7077``). A
 :class:`SqlanonError` becomes one line on stderr and exit code 2, a database error
 (a DuckDB file locked by another process, a refused connection) one line and exit
 code 1; a closed pipe (``sqlanon query --explain ... | head -1``) ends it quietly.
@@ -34,6 +35,12 @@ def connect(db: str, *, install: bool = True, existing: bool = True) -> Iterator
         with psycopg.connect(db, autocommit=True) as pg:
             yield pg
         return
+    from sqlanon.backends.spark import is_master_url, session_for_master
+
+    if is_master_url(db):
+        with session_for_master(db) as spark:
+            yield spark
+        return
     import duckdb
 
     from sqlanon.backends.duckdb import install as install_duckdb
@@ -60,8 +67,13 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-_DB_HELP = "the database: a DuckDB file or a postgresql:// URL"
-_READ_DB_HELP = "the database: an existing DuckDB file (never created) or a postgresql:// URL"
+_DB_HELP = (
+    "the database: a DuckDB file, a postgresql:// URL or a Spark master (local[2], spark://...)"
+)
+_READ_DB_HELP = (
+    "the database: an existing DuckDB file (never created), a postgresql:// URL or a Spark "
+    "master (local[2], spark://...)"
+)
 _DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
 
 
@@ -246,7 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     install = commands.add_parser("install", help="apply migrations (DuckDB file or Postgres URL)")
     install.add_argument(
-        "--db", required=True, help="a DuckDB file (created if missing) or a postgresql:// URL"
+        "--db",
+        required=True,
+        help="a DuckDB file (created if missing), a postgresql:// URL or a Spark master URL",
     )
     install.set_defaults(run=_install)
 
@@ -386,8 +400,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _is_database_error(exc: Exception) -> bool:
-    """An error of DuckDB or psycopg (only if loaded: never imported for this)."""
-    bases = [getattr(sys.modules.get(module), "Error", None) for module in ("duckdb", "psycopg")]
+    """An error of DuckDB, psycopg or Spark (only if loaded: never imported for this)."""
+    bases = [
+        getattr(sys.modules.get(module), name, None)
+        for module, name in (
+            ("duckdb", "Error"),
+            ("psycopg", "Error"),
+            ("pyspark.errors", "PySparkException"),
+        )
+    ]
     return any(isinstance(base, type) and isinstance(exc, base) for base in bases)
 
 

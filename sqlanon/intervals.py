@@ -32,9 +32,10 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
             "FROM sqlanon.release_catalog()"
         )
     else:
+        text = "STRING" if session.dialect == "spark" else "VARCHAR"  # Spark: no VARCHAR
         sql = (
-            "SELECT family, version, table_name, model, CAST(parameters AS VARCHAR), "
-            "CAST(metrics AS VARCHAR) FROM sqlanon.releases"
+            f"SELECT family, version, table_name, model, CAST(parameters AS {text}), "  # noqa: S608
+            f"CAST(metrics AS {text}) FROM sqlanon.releases"
         )
     # sorted here (by family, version): cheaper than ORDER BY, and a stable cache key
     return tuple(sorted(tuple(r) for r in session.query(sql)))
@@ -141,15 +142,12 @@ def _lhd_domains(
         found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
     # The owner may drop old version tables (README, "Changing tables"): skip them.
-    present = {
-        str(r[0])
-        for r in session.query(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-        )
-    }
+    from sqlanon.release.source import current_schema, relation_exists
+
+    schema = current_schema(session)
     domains: dict[str, Any] = {}
     for _family, _version, table, model, parameters, *_metrics in rows:
-        if model != "lhd" or str(table) not in present:
+        if model != "lhd" or not relation_exists(session, schema, str(table)):
             continue
         per_column = {}
         for column in _quasi_columns(parameters):

@@ -16,7 +16,10 @@ from sqlanon.errors import ConfigError
 
 _PACKAGE = Path(__file__).resolve().parent
 _FIELD = re.compile(r"\{([a-z_]+)\}")
-_QUOTED = re.compile(r'^("([^"]|"")+"\.)?"([^"]|"")+"( AS "([^"]|"")+")?$')
+# One quoted identifier: "a""b" (SQL), or `a``b` (Spark's quote_ident).
+_ONE = r'(?:"(?:[^"]|"")+"|`(?:[^`]|``)+`)'
+_QUOTED = re.compile(rf"^({_ONE}\.)?{_ONE}( AS {_ONE})?$")
+_SINGLE = re.compile(rf"^{_ONE}$")
 
 
 def data_dir(kind: str) -> Path:
@@ -63,7 +66,7 @@ def match(left: str, right: str, columns: list[str], *, null_safe: bool = False)
     '"p"."cell" = "r"."cell" AND "p"."s" = "r"."s"'
     """
     for name in [left, right, *columns]:
-        if not _QUOTED.match(name) or "." in name.replace('""', ""):
+        if not _SINGLE.match(name):
             raise ValueError(f"match: {name!r} is not one quoted identifier")
     equal = " IS NOT DISTINCT FROM " if null_safe else " = "
     return Match(" AND ".join(f"{left}.{c}{equal}{right}.{c}" for c in columns))
@@ -92,13 +95,13 @@ def render(template: str, **quoted: str) -> str:
 
 
 def _split_list(value: str) -> list[str]:
-    """Split ``"a", "b""c"`` on the commas outside quotes."""
+    """Split ``"a", "b""c"`` (or `` `a`, `b` ``) on the commas outside quotes."""
     items: list[str] = []
     current: list[str] = []
-    inside = False
+    inside = ""
     for ch in value:
-        if ch == '"':
-            inside = not inside
+        if ch in '"`' and inside in ("", ch):
+            inside = "" if inside else ch
         if ch == "," and not inside:
             items.append("".join(current).strip())
             current = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,7 +22,7 @@ class Session(Protocol):
     against the catalog.
     """
 
-    dialect: str  # "duckdb" | "postgres"
+    dialect: str  # "duckdb" | "postgres" | "spark"
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
@@ -44,4 +44,20 @@ class Session(Protocol):
 
     def lock_family(self, family: str) -> None:
         """Inside a transaction: serialize releases of one family."""
+        ...
+
+
+@runtime_checkable
+class ListsCatalog(Protocol):
+    """A session whose engine has no ``information_schema`` (Spark) lists its tables
+    and columns itself; :mod:`sqlanon.release.source` asks it instead."""
+
+    def current_schema(self) -> str: ...
+
+    def find_tables(self, schema: str, table: str) -> list[tuple[str, str]]:
+        """``(schema, table)`` of the tables and views named so, ignoring case."""
+        ...
+
+    def table_columns(self, schema: str, table: str) -> list[tuple[str, str]]:
+        """``(column, data type)`` of one table, in order."""
         ...

@@ -83,6 +83,11 @@ def release_ke(
             "(a release without any would show only shuffled values and group ids)"
         )
     domain_name = domain.check_domain(domain_name)
+    if policy == "paper" and session.dialect == "spark":
+        raise ConfigError(
+            "policy 'paper' (the seeds' rule, record by record, for reproducing their "
+            "figures) runs on DuckDB and PostgreSQL only; on Spark use auto, merge or defer"
+        )
     with session.transaction():
         session.lock_family(family)
         src = resolve_source(session, source)
@@ -124,6 +129,13 @@ def release_ke(
                 session, applied, family, version, table, src, parameters, source_rows, scope,
                 last, k, e,
             )  # fmt: skip
+        if session.dialect == "spark":  # the row path's SQL is DuckDB's and PostgreSQL's
+            raise ConfigError(
+                f"domain {scope.name!r} has changed sensitive values and constrains a column "
+                f"this release publishes as a quasi-identifier ({', '.join(quasi)}); on Spark "
+                "sqlanon cannot release that yet: release it from DuckDB or PostgreSQL, or "
+                "leave the constrained column out of quasi"
+            )
 
         q = session.quote_ident
         others = [a for a in scope.attributes if a != sensitive]

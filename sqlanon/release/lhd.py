@@ -37,8 +37,10 @@ from sqlanon.release.source import (
     check_names,
     check_target,
     check_unchanged,
+    current_schema,
     idents,
     profile_source,
+    relation_exists,
     render_sql,
     resolve_source,
 )
@@ -100,11 +102,16 @@ def load_hierarchies(
     found = load_directory(folder, dataset)
     rows = [row for h in found.values() for row in h.as_rows()]
     with session.transaction():
-        session.execute("DELETE FROM sqlanon.hierarchies WHERE dataset = $1", [dataset])
+        catalog.delete_rows(
+            session, "hierarchies", "dataset = $1", [dataset], f"dataset {dataset!r}"
+        )
         for attribute in found:
-            session.execute(
-                "DELETE FROM sqlanon.hierarchy_widths WHERE dataset = $1 AND attribute = $2",
+            catalog.delete_rows(
+                session,
+                "hierarchy_widths",
+                "dataset = $1 AND attribute = $2",
                 [dataset, attribute],
+                f"a hierarchy of attribute {attribute!r} of dataset {dataset!r}",
             )
         columns = list(zip(*rows, strict=True))
         session.load_temp(
@@ -136,16 +143,17 @@ def hierarchy_widths(
     spec = [float(w) for w in widths]
     Hierarchy.from_widths(attribute, spec, [0])  # checks: positive, each a multiple
     with session.transaction():
+        for table in ("hierarchies", "hierarchy_widths"):
+            catalog.delete_rows(
+                session,
+                table,
+                "dataset = $1 AND attribute = $2",
+                [dataset, attribute],
+                f"a hierarchy of attribute {attribute!r} of dataset {dataset!r}",
+            )
+        json_type = "STRING" if session.dialect == "spark" else "JSON"
         session.execute(
-            "DELETE FROM sqlanon.hierarchies WHERE dataset = $1 AND attribute = $2",
-            [dataset, attribute],
-        )
-        session.execute(
-            "DELETE FROM sqlanon.hierarchy_widths WHERE dataset = $1 AND attribute = $2",
-            [dataset, attribute],
-        )
-        session.execute(
-            "INSERT INTO sqlanon.hierarchy_widths VALUES ($1, $2, CAST($3 AS JSON))",
+            f"INSERT INTO sqlanon.hierarchy_widths VALUES ($1, $2, CAST($3 AS {json_type}))",  # noqa: S608
             [dataset, attribute, json.dumps(spec)],
         )
     return {"dataset": dataset, "attribute": attribute, "widths": spec}
@@ -163,8 +171,9 @@ def _hierarchies(
     widths = {
         a: json.loads(w)
         for a, w in session.query(
-            "SELECT attribute, CAST(widths AS VARCHAR) FROM sqlanon.hierarchy_widths "
-            "WHERE dataset = $1",
+            "SELECT attribute, CAST(widths AS "  # noqa: S608 - a type name
+            + ("STRING" if session.dialect == "spark" else "VARCHAR")
+            + ") FROM sqlanon.hierarchy_widths WHERE dataset = $1",
             [src.table],
         )
     }
@@ -229,9 +238,7 @@ def earlier_release(
     if not shared:
         raise ConfigError(f"release {release.table_name!r}: give the sensitive columns to read")
     q = session.quote_ident
-    exists = sqltext.load(session.dialect, "relation_exists")
-    schema = session.query("SELECT current_schema()")[0][0]
-    if not session.query(exists, [schema, release.table_name]):
+    if not relation_exists(session, current_schema(session), release.table_name):
         raise ConfigError(
             f"release table {release.table_name!r} of {release.family!r} is gone; the "
             "comparison constraint needs every earlier release of the source"

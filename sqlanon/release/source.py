@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlanon import catalog, sqltext
-from sqlanon.backends.base import Session
+from sqlanon.backends.base import ListsCatalog, Session
 from sqlanon.errors import (
     AmbiguousNameError,
     ConfigError,
@@ -95,13 +95,21 @@ def resolve_source(session: Session, source: object) -> Source:
     if len(parts) == 2:
         (schema, schema_quoted), (table, table_quoted) = parts
     else:
-        schema, schema_quoted = session.query("SELECT current_schema()")[0][0], True
+        schema, schema_quoted = current_schema(session), True
         table, table_quoted = parts[0]
 
-    def fits(found: str, name: str, quoted: bool) -> bool:
-        return found == name if quoted else found.lower() == name.lower()
+    # Spark's catalog keeps database and table names in lower case: a quoted name
+    # matches there ignoring case too.
+    exact = not isinstance(session, ListsCatalog)
 
-    rows = session.query(sqltext.load(session.dialect, "find_tables"), [schema, table])
+    def fits(found: str, name: str, quoted: bool) -> bool:
+        return found == name if quoted and exact else found.lower() == name.lower()
+
+    rows = (
+        session.find_tables(schema, table)
+        if isinstance(session, ListsCatalog)
+        else session.query(sqltext.load(session.dialect, "find_tables"), [schema, table])
+    )
     matching = [
         (s, t) for s, t in rows if fits(s, schema, schema_quoted) and fits(t, table, table_quoted)
     ]
@@ -121,8 +129,26 @@ def resolve_source(session: Session, source: object) -> Source:
     schema, table = found[0]
     if schema == "sqlanon":
         raise ConfigError("the sqlanon catalog cannot be a release source")
-    columns = dict(session.query(sqltext.load(session.dialect, "table_columns"), [schema, table]))
+    columns = dict(
+        session.table_columns(schema, table)
+        if isinstance(session, ListsCatalog)
+        else session.query(sqltext.load(session.dialect, "table_columns"), [schema, table])
+    )
     return Source(schema, table, columns)
+
+
+def current_schema(session: Session) -> str:
+    """The schema (Spark: database) an unqualified name is looked up in."""
+    if isinstance(session, ListsCatalog):
+        return session.current_schema()
+    return str(session.query("SELECT current_schema()")[0][0])
+
+
+def relation_exists(session: Session, schema: str, name: str) -> bool:
+    """Whether a table or view ``schema.name`` exists (exact names)."""
+    if isinstance(session, ListsCatalog):  # Spark: names ignore case
+        return bool(session.find_tables(schema, name))
+    return bool(session.query(sqltext.load(session.dialect, "relation_exists"), [schema, name]))
 
 
 def render_sql(session: Session, name: str, **idents: str) -> str:
@@ -156,11 +182,10 @@ def check_names(family: object, quasi: object, sensitive: list[str], key: str) -
 def check_target(session: Session, family: str, version: int) -> str:
     """The new table's name; refuse to overwrite anything sqlanon did not create."""
     table = f"{family}_v{version}"
-    schema = session.query("SELECT current_schema()")[0][0]
-    exists = sqltext.load(session.dialect, "relation_exists")
+    schema = current_schema(session)
     names = [table] if version > 1 else [family, table]
     for name in names:
-        if session.query(exists, [schema, name]):
+        if relation_exists(session, schema, name):
             raise ConfigError(
                 f"a table or view named {name!r} already exists in schema {schema!r}; "
                 "choose another family name or drop it"

@@ -1,0 +1,405 @@
+"""Spark as a third engine (issue 14): a real local Spark (local[1], one SparkSession
+for the module, small data), no mocks.
+
+A (k,e) or lHD release made on Spark equals the DuckDB release with the same seed (the
+same rows in the same order, members, cells and bounds), the audit reports no exposed
+record, interval answers contain the true answer, deletions make ghosts, a release that
+fails after writing its table (and the catalog's tables anew) leaves nothing visible, a
+dead driver's leftovers are removed by the next release, bad input is refused before
+anything is written, a new application finds the releases, and the CLI takes a master.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyspark.sql as pyspark_sql  # the dev extra (and Java, scripts/setup): never skipped
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon.errors import SqlanonError
+
+# pyspark's collect() reads its result from a local socket it never closes (pyspark 4.0,
+# pyspark/sql/classic/dataframe.py via _load_from_socket): ResourceWarning on every call.
+pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
+
+SCHEMA = "id BIGINT, age INT, sex STRING, loss BIGINT"
+DUCK_SCHEMA = "id BIGINT, age INTEGER, sex VARCHAR, loss BIGINT"
+LAB = "id STRING, age INT, sex STRING, loss DOUBLE"
+KE = {"key": "id", "sensitive": "loss", "quasi": ["age", "sex"], "k": 3, "e": 20}
+
+
+def people(start: int, n: int, seed: int) -> list[tuple[int, int, str, int]]:
+    rng = np.random.default_rng(seed)
+    return [
+        (start + i, int(rng.integers(20, 60)), ["M", "F"][i % 2], int(rng.integers(0, 40)) * 10)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    warehouse = tmp_path_factory.mktemp("spark") / "warehouse"
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("sqlanon-tests")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.memory", "1g")
+        # tiny data: compiling whole-stage code and re-planning cost more than they save,
+        # and so do the JVM's optimizing compiler and parallel collector (a short run on
+        # 2 cores shared with other test files: about half the time with C1 and serial GC)
+        .config("spark.sql.codegen.wholeStage", "false")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("OFF")
+    assert sqlanon.install(session) == ["001_catalog"]
+    assert sqlanon.install(session) == []  # idempotent
+    yield session
+    session.stop()
+
+
+def append(spark: Any, table: str, rows: list[tuple[Any, ...]], schema: str = SCHEMA) -> None:
+    spark.createDataFrame(rows, schema).write.mode("append").saveAsTable(table)
+
+
+def spark_rows(spark: Any, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def state(spark: Any) -> dict[str, Any]:
+    """What a release may write: catalog rows, release tables and views."""
+    names = ("releases", "members", "cells", "kept_values", "links", "pending")
+    row = spark.sql(
+        "SELECT " + ", ".join(f"(SELECT count(*) FROM sqlanon.{t})" for t in names)
+    ).collect()[0]
+    counts = dict(zip(names, row, strict=True))
+    tables = sorted(
+        (t.database or "", t.name)
+        for db in ("default", "sqlanon")
+        for t in spark.catalog.listTables(db)
+        if not t.isTemporary
+    )
+    return {"counts": counts, "tables": tables}
+
+
+@pytest.fixture(scope="module")
+def released(spark: Any) -> dict[str, Any]:
+    """Family people_ke released twice (200 rows, then 100 more) on Spark and on DuckDB
+    with the same seeds."""
+    con = duckdb.connect()
+    sqlanon.install(con)
+    con.execute(f"CREATE TABLE people ({DUCK_SCHEMA})")
+    summaries = []
+    for start, n, seed in ((0, 200, 7), (200, 100, 8)):
+        part = people(start, n, seed)
+        append(spark, "people", part)
+        con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", part)
+        on_spark = sqlanon.release_ke(spark, "people", "people_ke", seed=seed, **KE)
+        on_duckdb = sqlanon.release_ke(con, "people", "people_ke", seed=seed, **KE)
+        summaries.append((on_spark, on_duckdb))
+    return {"con": con, "summaries": summaries}
+
+
+def test_a_release_on_spark_equals_the_duckdb_release_with_the_same_seed(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    con = released["con"]
+    for version, (on_spark, on_duckdb) in enumerate(released["summaries"], start=1):
+        assert on_spark["version"] == version
+        assert on_spark["domain"] == "default.people"  # DuckDB's: main.people
+        assert {**on_spark, "domain": None} == {**on_duckdb, "domain": None}
+        table = f"people_ke_v{version}"
+        # the same rows in the same order: the same groups and the same keyed shuffle
+        assert spark_rows(spark, f"SELECT age, sex, group_id, loss FROM {table}") == (
+            con.execute(f"SELECT age, sex, group_id, loss FROM {table}").fetchall()
+        )
+        where = f"WHERE family = 'people_ke' AND version = {version}"
+        for sql in (
+            f"SELECT record_key, group_id, cell_id, status FROM sqlanon.members {where}",
+            f"SELECT cell_id, attribute, min_distinct, min_spread FROM sqlanon.cells {where}",
+            f"SELECT * FROM sqlanon.{table}_bounds",
+        ):
+            assert sorted(spark_rows(spark, sql)) == sorted(con.execute(sql).fetchall()), sql
+    assert released["summaries"][1][0]["inserted"] == 100
+    assert spark_rows(spark, "SELECT count(*) FROM people_ke") == [
+        (released["summaries"][1][0]["rows_published"],)
+    ]
+    again = sqlanon.release_ke(spark, "people", "people_ke", seed=9, **KE)
+    assert again["unchanged"] is True and again["version"] == 2
+
+
+def test_the_audit_of_spark_releases_exposes_no_record(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    audit = sqlanon.audit(spark, "people_ke")
+    assert [(r["family"], r["version"]) for r in audit] == [("people_ke", 1), ("people_ke", 2)]
+    assert all(r["exposed"] == 0 and r["subtraction_complete"] for r in audit)
+    assert audit == [
+        {**r, "domain": "default.people"} for r in sqlanon.audit(released["con"], "people_ke")
+    ]
+
+
+AGGREGATES = ("COUNT(*)", "SUM(loss)", "AVG(loss)", "MIN(loss)", "MAX(loss)")
+
+
+def truth(spark: Any, aggregate: str, low: int, high: int, sex: str | None) -> Any:
+    """The true answer over the records the newest version published, from the source."""
+    where = f"p.age BETWEEN {low} AND {high}" + (f" AND p.sex = '{sex}'" if sex else "")
+    return spark.sql(
+        f"SELECT {aggregate.replace('loss', 'p.loss')} FROM people AS p "
+        "JOIN sqlanon.members AS m ON m.record_key = CAST(p.id AS STRING) "
+        "AND m.family = 'people_ke' AND m.version = 2 AND m.status = 'published' "
+        f"WHERE {where}"
+    ).collect()[0][0]
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    aggregate=st.sampled_from(AGGREGATES),
+    ages=st.tuples(st.integers(15, 65), st.integers(0, 30)),
+    sex=st.sampled_from([None, "M", "F"]),
+)
+def test_interval_answers_on_spark_contain_the_true_answer(
+    spark: Any,
+    released: dict[str, Any],
+    aggregate: str,
+    ages: tuple[int, int],
+    sex: str | None,
+) -> None:
+    low, high = ages[0], ages[0] + ages[1]
+    where = f"age BETWEEN {low} AND {high}" + (f" AND sex = '{sex}'" if sex else "")
+    query = f"SELECT {aggregate} AS a FROM people_ke WHERE {where}"
+    rows = sqlanon.interval(spark, query)
+    assert len(rows) == 1
+    answer, true = rows[0], truth(spark, aggregate, low, high, sex)
+    if true is not None:  # None: no record matches (MIN, MAX, AVG, SUM of no rows)
+        slack = 1e-9 * max(1.0, abs(float(true)))
+        assert answer["a_low"] - slack <= float(true) <= answer["a_high"] + slack
+    # the same answer as DuckDB's over the same release
+    on_duckdb = sqlanon.interval(released["con"], query)[0]
+    assert answer.keys() == on_duckdb.keys()
+    for name, value in on_duckdb.items():
+        assert answer[name] == (value if value is None else pytest.approx(value)), name
+
+
+def test_rewrite_for_spark_runs_on_spark(spark: Any, released: dict[str, Any]) -> None:
+    sql = sqlanon.rewrite("SELECT sex, SUM(loss) AS l FROM people_ke GROUP BY sex", spark, "spark")
+    assert "`" in sql or "people_ke" in sql
+    rows = sorted(spark_rows(spark, sql))
+    assert [r[0] for r in rows] == ["F", "M"]
+    # the data owner's query limits: stored once on Spark (no DELETE to replace a row)
+    assert sqlanon.set_limit(spark, "max_query_chars", 200)["max_query_chars"] == 200
+    with pytest.raises(SqlanonError, match="max_query_chars"):
+        sqlanon.interval(
+            spark, "SELECT SUM(loss) FROM people_ke WHERE " + "age > 1 AND " * 20 + "TRUE"
+        )
+    with pytest.raises(SqlanonError, match="cannot replace it"):
+        sqlanon.set_limit(spark, "max_query_chars", None)
+
+
+class Killed(Exception):
+    """The failure a test injects after the release table was written."""
+
+
+def kill_after_writing(stage: str, count: int) -> None:
+    if stage == "rows written":  # the release table exists; no state or catalog row yet
+        raise Killed(stage)
+
+
+def test_an_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
+    from sqlanon.demo import bundled_adult, load_adult
+
+    con = duckdb.connect()
+    sqlanon.install(con)
+    load_adult(con, "adult")
+    con.execute("DELETE FROM adult WHERE id >= 400")
+    adult = spark.read.csv(str(bundled_adult()), header=True, inferSchema=True)
+    adult.where("id < 400").write.saveAsTable("adult")
+    for c in (spark, con):
+        sqlanon.load_hierarchies(c, "adult")  # the ARX hierarchies bundled for Adult
+    args = {
+        "key": "id",
+        "quasi": ["sex", "marital_status", "race"],
+        "sensitive": ["capital_loss"],
+        "l": 3,
+        "seed": 4,
+    }
+    on_spark = sqlanon.release_lhd(spark, "adult", "adult_gzs", **args)
+    on_duckdb = sqlanon.release_lhd(con, "adult", "adult_gzs", **args)
+    assert {**on_spark, "domain": None} == {**on_duckdb, "domain": None}
+    assert spark_rows(spark, "SELECT * FROM adult_gzs_v1") == (
+        con.execute("SELECT * FROM adult_gzs_v1").fetchall()
+    )
+    assert [r["exposed"] for r in sqlanon.audit(spark, "adult_gzs")] == [0]
+    query = "SELECT sex, COUNT(*), SUM(capital_loss) AS l FROM adult_gzs WHERE race = 'White' GROUP BY sex"
+    assert sorted(sqlanon.interval(spark, query), key=str) == sorted(
+        sqlanon.interval(con, query), key=str
+    )
+    with pytest.raises(SqlanonError, match="cannot replace it"):  # Spark takes no DELETE
+        sqlanon.load_hierarchies(spark, "adult")
+
+
+def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark: Any) -> None:
+    """A driver that dies mid-release runs no undo: its notes in sqlanon.pending tell
+    the next writing transaction what to remove (the catalog row was never written).
+    A release that fails after writing its table (and, with deletions, after writing
+    the catalog's tables anew) is undone: nothing visible, the next one succeeds."""
+    from sqlanon.backends.spark import SparkSqlSession, _Transaction
+
+    # text keys, a DOUBLE sensitive column (the other tests: BIGINT), a source in another
+    # database named as SQL quotes it (Spark's catalog keeps names in lower case)
+    lab = [(f"p{i}", age, sex, loss + 0.25) for i, age, sex, loss in people(4000, 40, 7)]
+    spark.sql("CREATE DATABASE IF NOT EXISTS clinic").collect()
+    append(spark, "clinic.Lab", lab, LAB)
+    before = state(spark)
+    dead = SparkSqlSession(spark)
+    dead._tx = _Transaction.begin(dead)  # as transaction() begins; it never ends
+    dead.execute("CREATE TABLE `lab_ke_v1` USING parquet AS SELECT 1 AS x")
+    dead.execute(
+        "INSERT INTO sqlanon.members (family, version, record_key, status) "
+        "VALUES ('lab_ke', 1, '4000', 'held_back')"
+    )
+    assert state(spark) != before
+    summary = sqlanon.release_ke(spark, '"clinic"."Lab"', "lab_ke", seed=5, **KE)
+    assert summary["version"] == 1 and summary["domain"] == "clinic.lab"
+    assert spark_rows(
+        spark, "SELECT count(*) FROM sqlanon.members WHERE family = 'lab_ke' AND version = 1"
+    ) == [(40,)]
+    assert spark_rows(spark, "SELECT count(*) FROM sqlanon.pending") == [(0,)]
+    assert spark_rows(spark, "SELECT count(*) FROM lab_ke") == [(summary["rows_published"],)]
+    answer = sqlanon.interval(spark, "SELECT SUM(loss) AS s FROM lab_ke WHERE age < 40")[0]
+    true = spark_rows(
+        spark,
+        "SELECT sum(l.loss) FROM clinic.lab AS l JOIN sqlanon.members AS m ON m.record_key = l.id "
+        "AND m.family = 'lab_ke' AND m.status = 'published' WHERE l.age < 40",
+    )[0][0]
+    assert answer["s_low"] - 1e-9 <= true <= answer["s_high"] + 1e-9
+
+    # Deleted rows and a changed sensitive value become ghosts: Spark writes members,
+    # kept values and links anew (INSERT OVERWRITE, old files moved aside); a release
+    # killed after that and after its table is written leaves the catalog as it was.
+    changed = [(k, a, x, loss + (1000.0 if k == "p4010" else 0.0)) for k, a, x, loss in lab[5:]]
+    spark.createDataFrame(changed, LAB).write.mode("overwrite").saveAsTable("clinic.lab_now")
+    spark.sql("DROP TABLE clinic.lab").collect()
+    spark.sql("ALTER TABLE clinic.lab_now RENAME TO clinic.lab").collect()
+    members = (
+        "SELECT family, version, record_key, group_id, cell_id, status, ghost FROM sqlanon.members"
+    )
+    before, rows_before = state(spark), sorted(spark_rows(spark, members), key=str)
+    view = sorted(spark_rows(spark, "SELECT * FROM lab_ke"), key=str)
+    with pytest.raises(Killed):
+        sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=6, progress=kill_after_writing, **KE)
+    assert state(spark) == before  # no lab_ke_v2, no bounds, no links, no catalog row
+    assert sorted(spark_rows(spark, members), key=str) == rows_before  # no key replaced
+    assert sorted(spark_rows(spark, "SELECT * FROM lab_ke"), key=str) == view  # version 1
+    second = sqlanon.release_ke(spark, "clinic.lab", "lab_ke", seed=6, **KE)
+    gone = {f"p{i}" for i in (4000, 4001, 4002, 4003, 4004, 4010)}
+    published = sum(r[3] is not None for r in rows_before if r[2] in gone)
+    assert (second["version"], second["deleted"], second["value_changed"]) == (2, 5, 1)
+    assert second["ghosts"] == published
+    assert spark_rows(spark, "SELECT count(*) FROM lab_ke WHERE ghost") == [(published,)]
+    assert spark_rows(spark, "SELECT count(*) FROM sqlanon.links") == [(1,)]  # p4010's chain
+    assert all(r["exposed"] == 0 for r in sqlanon.audit(spark, "lab_ke"))
+    assert spark_rows(spark, "SELECT count(*) FROM sqlanon.pending") == [(0,)]
+
+
+def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
+    append(spark, "ward", people(2000, 40, 5))
+    append(
+        spark,
+        "ward_nulls",
+        [(2100 + i, 30 + i % 5, "M", None if i == 3 else i * 10) for i in range(20)],
+    )
+    append(
+        spark,
+        "ward_nan",
+        [(2200 + i, 30 + i % 5, "M", math.nan if i == 4 else float(i)) for i in range(20)],
+        "id BIGINT, age INT, sex STRING, loss DOUBLE",
+    )
+    before = state(spark)
+    bad = [
+        ("no_such_table", "ward_ke", KE, "does not exist"),
+        ("ward", "ward_ke", {**KE, "quasi": ["age", "zip"]}, "zip"),
+        ("ward", "ward_ke", {**KE, "key": "nope"}, "nope"),
+        ("ward_nulls", "ward_ke", KE, "NULL"),
+        ("ward_nan", "ward_ke", KE, "NaN"),
+        ("ward", "x; DROP TABLE ward --", KE, "not allowed"),
+        ("ward", "`ward_ke`", KE, "not allowed"),
+        ("ward", "ward_ke", {**KE, "policy": "paper"}, "DuckDB and PostgreSQL only"),
+    ]
+    for source, family, args, message in bad:
+        with pytest.raises(SqlanonError, match=message):
+            sqlanon.release_ke(spark, source, family, **args)
+        assert state(spark) == before, (source, family)
+    assert spark_rows(spark, "SELECT count(*) FROM ward") == [(40,)]
+
+
+def test_the_cli_takes_a_spark_master_url(
+    spark: Any, released: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlanon.cli import main
+
+    common = ["--key", "id", "--sensitive", "loss", "--quasi", "age", "sex"]
+    assert main(["release-ke", "--db", "local[1]", "people", "people_ke", *common,
+                 "--k", "3", "--e", "20"]) == 0  # fmt: skip
+    assert "people_ke: no change since version" in capsys.readouterr().err
+    assert main(["query", "--db", "local[1]", "SELECT COUNT(*) FROM people_ke"]) == 0
+    assert "count_star" in capsys.readouterr().out
+    assert main(["audit", "--db", "local[1]", "no_such_family"]) == 2
+    assert "no release family 'no_such_family'" in capsys.readouterr().err
+    assert not spark.sparkContext._jsc.sc().isStopped()  # the running session stays
+
+
+def test_import_sqlanon_does_not_import_pyspark(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, sqlanon; assert 'pyspark' not in sys.modules, 'pyspark imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_a_new_application_on_the_same_warehouse_finds_the_releases(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    """Spark's in-memory catalog forgets tables when the application ends; install()
+    attaches the catalog, bounds and release tables the warehouse holds. (Last in this
+    module: it ends the module's SparkSession.)"""
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    view = sorted(spark_rows(spark, "SELECT * FROM people_ke"))
+    newest = spark_rows(
+        spark, "SELECT max(version) FROM sqlanon.releases WHERE family = 'people_ke'"
+    )
+    spark.stop()
+    again = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .config("spark.sql.warehouse.dir", warehouse)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    try:
+        assert not again.catalog.tableExists("sqlanon.releases")
+        assert sqlanon.install(again) == []
+        assert sorted(spark_rows(again, "SELECT * FROM people_ke")) == view
+        rows = sqlanon.interval(again, "SELECT SUM(loss) AS s FROM people_ke")
+        assert rows[0]["s_low"] <= rows[0]["s_high"]
+        versions = "SELECT family, version FROM sqlanon.releases WHERE family = 'people_ke'"
+        assert sorted(spark_rows(again, versions)) == [("people_ke", 1), ("people_ke", 2)]
+        assert newest == [(2,)]
+    finally:
+        again.stop()
