@@ -200,13 +200,18 @@ class SparkSqlSession:
         return out
 
     def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
-        """Temporary view ``name`` over a small local DataFrame (plans, ids)."""
+        """Temporary view ``name`` over a small local DataFrame (plans, ids), marked
+        for broadcast joins."""
         self._drop_temp(name)
         q = self.quote_ident
         schema = ", ".join(f"{q(c)} {spark_type(types[c])}" for c in columns)
         data = [_column(np.asarray(v), spark_type(types[c])) for c, v in columns.items()]
         rows = list(zip(*data, strict=True)) if data else []
-        self._spark.createDataFrame(rows, schema=schema).createOrReplaceTempView(name)
+        # A local DataFrame has no size estimate: without the hint Spark sorts and
+        # shuffles the source's rows to join them with a plan of a few thousand rows,
+        # or broadcasts the source to it (at 10^7 rows, out of memory).
+        frame = self._spark.createDataFrame(rows, schema=schema)
+        frame.hint("broadcast").createOrReplaceTempView(name)
 
     def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
         self._drop_temp(name)
