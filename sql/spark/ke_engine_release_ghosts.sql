@@ -1,7 +1,7 @@
 -- sql/duckdb/ke_engine_release_ghosts.sql in Spark SQL: sql/spark/ke_engine_release.sql
 -- over the rows and the ghosts (_sqlanon_ghost_read: NULL quasi-identifiers, ghost =
 -- true), each keyed by its key as text or its ghost id; the same shuffle, the same
--- order, runs exploded into ranks instead of an ASOF join.
+-- order, the same pairing of ranks.
 CREATE TABLE {release} USING parquet AS
 WITH rows_and_ghosts AS (
     SELECT CAST(r.record_value AS STRING) AS rk, {quasi_r}, r.{sensitive_a}, {key_r},
@@ -13,28 +13,20 @@ WITH rows_and_ghosts AS (
     LEFT JOIN _sqlanon_read AS n ON false  -- NULL quasi-identifiers of the columns' types
 ), assigned AS (
     SELECT r.*, p.group_id,
-           CAST(conv(substr(sha2(concat($1, rk), 256), 1, 16), 16, 10) AS DECIMAL(20, 0)) AS h
+           substr(sha2(concat($1, rk), 256), 1, 16) AS h
     FROM rows_and_ghosts AS r
     JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
-), runs AS (
-    SELECT group_id, {sensitive_a} AS v, count(*) AS c
+), vals AS (
+    SELECT group_id, {sensitive_a} AS v,
+           row_number() OVER (PARTITION BY group_id ORDER BY {sensitive_a}) AS i
     FROM assigned
-    GROUP BY group_id, {sensitive_a}
-), ranks AS (
-    SELECT group_id, v,
-           sum(c) OVER (PARTITION BY group_id ORDER BY v
-                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1 AS lo, c
-    FROM runs
-), ranked AS (
-    SELECT group_id, v, explode(sequence(lo, lo + c - 1)) AS i
-    FROM ranks
 ), who AS (
     SELECT {quasi_a}, ghost, group_id, h,
            row_number() OVER (PARTITION BY group_id ORDER BY h, rk) AS i
     FROM assigned
 )
-SELECT {quasi_out}, who.group_id, ranked.v AS {sensitive}, who.ghost
+SELECT {quasi_out}, who.group_id, vals.v AS {sensitive}, who.ghost
 FROM who
-JOIN ranked ON ranked.group_id = who.group_id AND ranked.i = who.i
+JOIN vals ON vals.group_id = who.group_id AND vals.i = who.i
 ORDER BY who.h, who.group_id, who.i

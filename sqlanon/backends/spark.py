@@ -243,7 +243,8 @@ class SparkSqlSession:
         return out
 
     def load_temp(self, name: str, columns: dict[str, np.ndarray], types: dict[str, str]) -> None:
-        """Temporary view ``name`` over a small local DataFrame (plans, ids)."""
+        """Temporary view ``name`` over a small local DataFrame (plans, ids), marked
+        for broadcast joins."""
         self._drop_temp(name)
         q = self.quote_ident
         kinds = {c: spark_type(types[c]) for c in columns}
@@ -266,7 +267,10 @@ class SparkSqlSession:
                     for c in columns
                 )
             )
-        frame.createOrReplaceTempView(name)
+        # A local DataFrame has no size estimate: without the hint Spark sorts and
+        # shuffles the source's rows to join them with a plan of a few thousand rows,
+        # or broadcasts the source to it (at 10^7 rows, out of memory).
+        frame.hint("broadcast").createOrReplaceTempView(name)
 
     def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
         """``CREATE TEMP TABLE name AS query``; the query may read ``name`` itself (the
