@@ -30,13 +30,22 @@ def data_dir(kind: str) -> Path:
     raise FileNotFoundError(f"sqlanon is installed without its {kind}/ folder")
 
 
+# Common SQL casts to text as DuckDB and PostgreSQL spell it; Spark wants STRING
+# (it takes VARCHAR only with a length).
+_VARCHAR_CAST = re.compile(r"\bAS VARCHAR\b")
+
+
 @cache
 def load(dialect: str, name: str) -> str:
-    """The text of ``sql/<dialect>/<name>.sql``, else of ``sql/common/<name>.sql``."""
-    for folder in (dialect, "common"):
-        path = data_dir("sql") / folder / f"{name}.sql"
-        if path.is_file():
-            return path.read_text()
+    """The text of ``sql/<dialect>/<name>.sql``, else of ``sql/common/<name>.sql`` (for
+    Spark with ``AS VARCHAR`` spelled ``AS STRING``)."""
+    own = data_dir("sql") / dialect / f"{name}.sql"
+    if own.is_file():
+        return own.read_text()
+    common = data_dir("sql") / "common" / f"{name}.sql"
+    if common.is_file():
+        text = common.read_text()
+        return _VARCHAR_CAST.sub("AS STRING", text) if dialect == "spark" else text
     raise FileNotFoundError(f"no sql/{dialect}/{name}.sql or sql/common/{name}.sql")
 
 

@@ -1,5 +1,0 @@
--- sql/common/ke_engine_changed_keys.sql in Spark SQL (STRING for VARCHAR).
--- Keys of the records whose constrained value changed since a release published them.
-SELECT CAST(record_value AS STRING) FROM _sqlanon_read
-WHERE value_changed AND domain_cell >= 0
-ORDER BY 1
