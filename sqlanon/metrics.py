@@ -19,11 +19,17 @@ import numpy as np
 from sqlanon.errors import ConfigError
 
 
-def precision_loss(levels: np.ndarray, heights: Sequence[int], suppressed: int) -> float:
+def precision_loss(
+    levels: np.ndarray,
+    heights: Sequence[int],
+    suppressed: int,
+    weights: np.ndarray | None = None,
+) -> float:
     """Precision loss of a release.
 
     ``levels`` has one row per *published* record and one column per published QI (the
     hierarchy level it was published at); ``heights`` the hierarchy height of each QI.
+    With ``weights``, row i stands for ``weights[i]`` records.
 
     >>> precision_loss(np.array([[0, 1], [2, 1]]), [2, 1], suppressed=1)
     0.6666666666666666
@@ -39,10 +45,13 @@ def precision_loss(levels: np.ndarray, heights: Sequence[int], suppressed: int) 
         raise ConfigError(f"hierarchy heights must be positive, got {list(heights)}")
     if suppressed < 0:
         raise ConfigError(f"suppressed must be >= 0, got {suppressed}")
-    total = table.shape[0] + suppressed
+    w = np.ones(table.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (table.shape[0],):
+        raise ConfigError(f"weights must have one entry per row of levels, got {w.shape}")
+    total = float(w.sum()) + suppressed
     if total == 0:
         return 0.0
-    loss = float((table / h).sum()) + gamma * suppressed
+    loss = float(((table / h).sum(axis=1) * w).sum()) + gamma * suppressed
     return float(loss / (total * gamma))
 
 

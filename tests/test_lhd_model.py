@@ -434,3 +434,65 @@ def test_appended_records_keep_every_cell_l_diverse(
     releases = [over_all(first, old, n), second.as_earlier()]
     assert comparison_attack(releases, case["l"]).exposed_records.size == 0
     assert short_cells([ids1, second.class_id], case["sensitive"], case["l"]) == 0
+
+
+# --- units: identical records planned once, weighted ----------------------------------
+
+
+@st.composite
+def tables_with_copies(draw: st.DrawFn) -> tuple[dict[str, Any], list[int]]:
+    """A table of the strategy above, its rows then repeated (1-4 copies each, copies
+    scattered through the table): records identical in every column."""
+    case = draw(tables())
+    n = len(case["sensitive"]["s0"])
+    copies = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    rows = [r for r, c in enumerate(copies) for _ in range(c)]
+    order = draw(st.permutations(range(len(rows))))
+    return case, [rows[i] for i in order]
+
+
+def weighted(case: dict[str, Any], rows: list[int], qis: list[str], **kwargs: Any) -> Any:
+    """Plan ``rows`` (indices into the case, repeats allowed) one by one, and plan the
+    distinct rows with their counts as weights, in the order of their first copy (what
+    a database count hands the planner); returns both, or None when infeasible."""
+    firsts = list(dict.fromkeys(rows))
+    counts = [rows.count(r) for r in firsts]
+    try:
+        one_by_one = plan_or_none(restricted(case, rows), qis, **kwargs)
+    except InfeasibleError:
+        return None
+    prior = kwargs.pop("prior", None)
+    if prior is not None:
+        at = [rows.index(r) for r in firsts]
+        prior = Cells(prior.cell[at], prior.attributes, prior.distinct, prior.spread)
+    counted = plan_or_none(
+        restricted(case, firsts), qis, weight=np.array(counts), prior=prior, **kwargs
+    )
+    return one_by_one, counted, firsts
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables_with_copies(), st.sampled_from(["greedy", "scalable", "refine", "auto"]))
+def test_counted_records_get_the_plan_of_the_rows(
+    case_rows: tuple[dict[str, Any], list[int]], algo: str
+) -> None:
+    """Identical records share a class, and planning their counts (the database path)
+    gives the plan the rows get: same classes, labels, values, metrics; over a second
+    release with the first one's cells too."""
+    case, rows = case_rows
+    first = weighted(case, rows, case["first"], algorithm=algo)
+    if first is None or first[0] is None:
+        return
+    one_by_one, counted, firsts = first
+    unit_of = np.array([firsts.index(r) for r in rows])
+    assert (one_by_one.class_id == counted.class_id[unit_of]).all()
+    for name in ("class_labels", "class_values", "precision_loss", "dm", "absent"):
+        assert getattr(one_by_one, name) == getattr(counted, name), name
+    check_plan(one_by_one, restricted(case, rows), case["first"])
+    second = weighted(case, rows, case["second"], algorithm=algo, prior=cells_after(one_by_one))
+    assert second is not None
+    again, counted2, _ = second
+    assert (again.class_id == counted2.class_id[unit_of]).all()
+    assert again.precision_loss == counted2.precision_loss and again.dm == counted2.dm
+    ids = [one_by_one.class_id, again.class_id]
+    assert short_cells(ids, restricted(case, rows)["sensitive"], case["l"]) == 0

@@ -46,6 +46,14 @@ Algorithms:
   refine too. Keeps the lowest precision loss among the plans within
   ``max_suppression``, the lower DM on a tie.
 
+Identical records (equal QI values, equal values of every attribute checked, the same
+old cell) are planned as one **unit** weighted by their number and always share a class
+(:meth:`_Problem.units`): nothing published tells them apart. The planner's cost follows
+the distinct records, not the rows, and a caller that counted them in the database gets
+the plan of the rows. The size limits above count units. The price, measured in
+BENCHMARKS.md (``lhd-units``): where the greedy would have split a unit's copies between
+two classes to keep both finer, it cannot.
+
 Records left out are **held back** when no release has published them yet (offered
 again next time) and **suppressed** when one has. More than ``max_suppression`` of the
 records left out raises :class:`InfeasibleError`.
@@ -64,7 +72,7 @@ import numpy as np
 from sqlanon.errors import ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.metrics import discernibility, precision_loss
-from sqlanon.models.cells import Cells, encode_values, piece_meets
+from sqlanon.models.cells import Cells, piece_meets
 
 GREEDY_MAX_ROWS = 2000
 REFINE_MAX_ROWS = 400
@@ -211,6 +219,7 @@ def plan_lhd(
     algorithm: str = "auto",
     max_suppression: float = 0.05,
     checked: Mapping[str, Sequence[Any] | np.ndarray] | None = None,
+    weight: Sequence[int] | np.ndarray | None = None,
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -218,13 +227,17 @@ def plan_lhd(
     the same order); ``hierarchies`` must cover every QI column. ``prior``: the cells
     the earlier releases of the domain left these records in (None: a first release);
     ``checked`` the values of the attributes those cells constrain that this release
-    does not publish (every piece of an old cell must keep them).
+    does not publish (every piece of an old cell must keep them). ``weight[i]``: the
+    number of identical records entry i stands for (a caller that counted them in the
+    database); the plan is the same as for the records one by one (see
+    :meth:`_Problem.units`), with ``class_id`` per entry.
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if not 0.0 <= max_suppression <= 1.0:
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
-    problem = _Problem.build(quasi, sensitive, hierarchies, l, prior, checked or {})
+    given = _Problem.build(quasi, sensitive, hierarchies, l, prior, checked or {}, weight)
+    problem, inverse = given.units()
     active = np.flatnonzero(problem.placeable())
     if algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
@@ -240,19 +253,20 @@ def plan_lhd(
         )
         for name in names
     ]
-    allowed = [p for p in plans if p.absent <= max_suppression * problem.n]
+    records = problem.records
+    allowed = [p for p in plans if p.absent <= max_suppression * records]
     if allowed:
         # equal precision loss (to rounding): the finer partition (lower DM)
         plan = min(allowed, key=lambda p: (round(p.precision_loss, 12), p.dm))
     else:
         plan = min(plans, key=lambda p: p.absent)
         raise InfeasibleError(
-            f"{plan.algorithm} would leave out {plan.absent} of {problem.n} records "
-            f"({plan.absent / problem.n:.1%}: {plan.suppressed} published before, "
+            f"{plan.algorithm} would leave out {plan.absent} of {records} records "
+            f"({plan.absent / records:.1%}: {plan.suppressed} published before, "
             f"{plan.held_back} new) > max_suppression={max_suppression}; lower l, publish "
             "fewer sensitive attributes, or raise max_suppression"
         )
-    return plan
+    return replace(plan, class_id=plan.class_id[inverse])
 
 
 def comparison_attack(
@@ -345,6 +359,16 @@ class _Problem:
     # cut them (None without old cells). Refine: old cell per record, -1 = new.
     atom: np.ndarray | None = None
     newest: np.ndarray | None = None
+    # Records each entry stands for (all 1 until :meth:`units` merges identical ones).
+    weight: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def records(self) -> int:
+        return int(self.weight.sum())
+
+    def size(self, idx: np.ndarray) -> int:
+        """Records the entries ``idx`` stand for."""
+        return int(self.weight[idx].sum())
 
     @classmethod
     def build(
@@ -355,6 +379,7 @@ class _Problem:
         l: int,  # noqa: E741
         prior: Cells | None,
         checked: Mapping[str, Sequence[Any] | np.ndarray],
+        weight: Sequence[int] | np.ndarray | None = None,
     ) -> _Problem:
         if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 2:
             raise ConfigError(f"l must be an integer >= 2, got {l!r}")
@@ -370,26 +395,30 @@ class _Problem:
         if len(set(lengths.values())) != 1:
             raise ConfigError(f"columns must have the same length: {lengths}")
         n = next(iter(lengths.values()))
-        if n < l:
-            raise InfeasibleError(f"l={l} needs at least {l} records; the release has {n}")
+        weights = np.ones(n, dtype=np.int64) if weight is None else np.asarray(weight)
+        if weights.shape != (n,) or (n and (weights.dtype.kind not in "iu" or weights.min() < 1)):
+            raise ConfigError(f"weight must hold one positive integer per record ({n})")
+        if int(weights.sum()) < l:
+            raise InfeasibleError(
+                f"l={l} needs at least {l} records; the release has {int(weights.sum())}"
+            )
         hs = tuple(hierarchies[q] for q in quasi)
         codes = [h.encode(quasi[q]) for q, h in zip(quasi, hs, strict=True)]
         sa_codes, sa_values = [], []
         for s, column in sensitive.items():
-            index: dict[Any, int] = {}
-            values = np.asarray(column, dtype=object).tolist()
-            for v in values:
+            values = np.asarray(column, dtype=object)
+            for v in values.tolist():
                 if v is None or v != v:
                     raise ConfigError(
                         f'sensitive column "{s}" has a missing value; fill or drop it first'
                     )
-            coded = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
-            if len(index) < l:
+            coded, distinct = _sorted_codes(values)
+            if len(distinct) < l:
                 raise InfeasibleError(
-                    f'l={l} needs {l} distinct values of "{s}"; the data has {len(index)}'
+                    f'l={l} needs {l} distinct values of "{s}"; the data has {len(distinct)}'
                 )
             sa_codes.append(coded)
-            sa_values.append(list(index))
+            sa_values.append(distinct)
         problem = cls(
             n=n,
             l=int(l),
@@ -403,6 +432,7 @@ class _Problem:
             heights=np.array([h.height for h in hs], dtype=np.float64),
             sa_codes=sa_codes,
             sa_values=sa_values,
+            weight=weights.astype(np.int64),
         )
         problem._set_cells(prior if prior is not None else Cells.empty(n), sensitive, checked)
         return problem
@@ -439,7 +469,7 @@ class _Problem:
                 column = checked[a]
                 if len(column) != self.n:
                     raise ConfigError(f"checked values of {a!r} must have one entry per record")
-                codes = encode_values(column)
+                codes = _sorted_codes(np.asarray(column, dtype=object))[0]
             elif not (keep_d[:, j] > 0).any() and not (keep_s[:, j] > 0).any():
                 column, codes = [], np.zeros(self.n, dtype=np.int64)
             else:
@@ -454,6 +484,47 @@ class _Problem:
         if self.new_cell:
             self.newest = np.where(old, self.piece_cell, -1)
             self.atom = np.where(old, self.piece_cell, self.new_cell + np.arange(self.n))
+
+    def units(self) -> tuple[_Problem, np.ndarray]:
+        """The problem over units: identical records (equal QI values, equal values of
+        every checked attribute, the published sensitive ones included, and the same old
+        cell) merged into one entry weighted by their count, in the order of each unit's
+        first record; and each record's unit.
+
+        Every algorithm places a unit whole, so identical records share a class: nothing
+        published or kept tells them apart (their labels, values and cell are the same),
+        and a class holding them all is as precise as splitting them (their levels are
+        the same) and leaves one bigger cell. Planning on units costs the distinct
+        records, not the rows; a caller that counts identical rows in the database
+        (``weight``, units in the order of their first row) gets the plan the rows
+        would get. Records all distinct: the plan is the one of the records themselves.
+        """
+        columns = [c[:, 0] for c in self.codes] + self.sa_codes + self.check_codes
+        columns.append(self.piece_cell)
+        key = np.stack(columns, axis=1) if self.n else np.zeros((0, len(columns)), np.int64)
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        # units in the order their first record came (records one by one: no change)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        first, inverse = first[order], rank[inverse.reshape(-1)]
+        weight = np.bincount(inverse, weights=self.weight, minlength=first.size).astype(np.int64)
+        units = replace(
+            self,
+            n=int(first.size),
+            codes=[c[first] for c in self.codes],
+            flat_codes=self.flat_codes[first],
+            sa_codes=[c[first] for c in self.sa_codes],
+            piece_cell=self.piece_cell[first],
+            check_codes=[c[first] for c in self.check_codes],
+            check_numbers=[None if x is None else x[first] for x in self.check_numbers],
+            weight=weight,
+        )
+        if self.newest is not None and self.atom is not None:
+            old = units.piece_cell < units.new_cell
+            units.newest = np.where(old, units.piece_cell, -1)
+            units.atom = np.where(old, units.piece_cell, units.new_cell + np.arange(units.n))
+        return units, inverse
 
     def piece_ok(
         self, idx: np.ndarray, group: np.ndarray, count: int
@@ -617,11 +688,11 @@ def _merge_leftovers(problem: _Problem, done: list[_GreedyClass], leftovers: lis
     seeds = np.array([c.members[0] for c in done], dtype=np.int64)
     for r in sorted(leftovers):
         levels = np.stack([c.levels for c in done])
-        sizes = np.array([len(c.members) for c in done], dtype=np.float64)
+        sizes = np.array([problem.size(np.asarray(c.members)) for c in done], dtype=np.float64)
         lca = _lca_levels(problem, problem.flat_codes[seeds], problem.flat_codes[r])
         grown = np.maximum(levels, lca)
         before = sizes * (levels / problem.heights).sum(axis=1)
-        after = (sizes + 1) * (grown / problem.heights).sum(axis=1)
+        after = (sizes + problem.weight[r]) * (grown / problem.heights).sum(axis=1)
         for k in np.argsort(after - before, kind="stable").tolist():
             if done[k].accepts(r):
                 done[k].add(r, grown[k])
@@ -690,16 +761,16 @@ def _split(
             members = members[~failing]
     pool = np.concatenate(pool_parts) if pool_parts else idx[:0]
     if pool.size == 0:
-        return (valid, idx.size) if len(valid) >= 2 else None
+        return (valid, problem.size(idx)) if len(valid) >= 2 else None
     if _is_valid(problem, pool):
-        return ([*valid, pool], sum(v.size for v in valid)) if valid else None
+        return ([*valid, pool], sum(problem.size(v) for v in valid)) if valid else None
     if len(valid) < 2:
         return None
-    for j in sorted(range(len(valid)), key=lambda j: valid[j].size):
+    for j in sorted(range(len(valid)), key=lambda j: problem.size(valid[j])):
         merged = np.concatenate([valid[j], pool])
         if _is_valid(problem, merged):
             parts = [v for i, v in enumerate(valid) if i != j] + [merged]
-            return parts, sum(v.size for i, v in enumerate(valid) if i != j)
+            return parts, sum(problem.size(v) for i, v in enumerate(valid) if i != j)
     return None
 
 
@@ -728,7 +799,7 @@ def _top_down(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
 
 
 def _loss(problem: _Problem, members: np.ndarray, levels: np.ndarray) -> float:
-    return float(members.size * (levels / problem.heights).sum())
+    return float(problem.size(members) * (levels / problem.heights).sum())
 
 
 def _refine(problem: _Problem, part: np.ndarray, levels: np.ndarray) -> list[np.ndarray]:
@@ -744,9 +815,9 @@ def _refine(problem: _Problem, part: np.ndarray, levels: np.ndarray) -> list[np.
 def _planned_loss(problem: _Problem, idx: np.ndarray, classes: list[np.ndarray]) -> float:
     """Precision loss (unnormalised) of ``classes`` over ``idx``; unplaced records count
     as suppressed (every QI at the top)."""
-    placed = sum(c.size for c in classes)
+    placed = sum(problem.size(c) for c in classes)
     loss = sum(_loss(problem, c, _common_levels(problem, c)) for c in classes)
-    return loss + (idx.size - placed) * len(problem.quasi)
+    return loss + (problem.size(idx) - placed) * len(problem.quasi)
 
 
 def _plan_part(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
@@ -766,7 +837,10 @@ def _plan_part(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
     # equal loss (to rounding): the finer partition, as plan_lhd's auto does
     return min(
         options,
-        key=lambda cs: (round(_planned_loss(problem, idx, cs), 9), sum(c.size**2 for c in cs)),
+        key=lambda cs: (
+            round(_planned_loss(problem, idx, cs), 9),
+            sum(problem.size(c) ** 2 for c in cs),
+        ),
     )
 
 
@@ -804,7 +878,7 @@ def _place_leftovers(
     classes = list(classes)
     levels = np.stack([_common_levels(problem, c) for c in classes])
     seeds = problem.flat_codes[np.array([c[0] for c in classes], dtype=np.int64)]
-    sizes = np.array([c.size for c in classes], dtype=np.float64)
+    sizes = np.array([problem.size(c) for c in classes], dtype=np.float64)
     holds = [set(problem.piece_cell[c].tolist()) for c in classes]
     for r in leftovers.tolist():
         cell = int(problem.piece_cell[r])
@@ -814,13 +888,14 @@ def _place_leftovers(
         grown = np.maximum(
             levels[options], _lca_levels(problem, seeds[options], problem.flat_codes[r])
         )
-        growth = (sizes[options] + 1) * (grown / problem.heights).sum(axis=1) - sizes[options] * (
+        w = problem.weight[r]
+        growth = (sizes[options] + w) * (grown / problem.heights).sum(axis=1) - sizes[options] * (
             levels[options] / problem.heights
         ).sum(axis=1)
         best = int(np.argmin(growth))
         k = options[best]
         classes[k] = np.append(classes[k], r)
-        levels[k], sizes[k] = grown[best], sizes[k] + 1
+        levels[k], sizes[k] = grown[best], sizes[k] + w
     return [np.sort(c) for c in classes]
 
 
@@ -912,8 +987,9 @@ def _finish(problem: _Problem, classes: list[np.ndarray], algorithm: str) -> Lhd
         else np.zeros((0, len(problem.quasi)), dtype=np.int64)
     )
     published = class_id >= 0
-    absent = int(problem.n - published.sum())
-    held_back = int((~published & (problem.piece_cell == problem.new_cell)).sum())
+    w = problem.weight
+    absent = int(w[~published].sum())
+    held_back = int(w[~published & (problem.piece_cell == problem.new_cell)].sum())
     heights = tuple(h.height for h in problem.hierarchies)
     return LhdPlan(
         quasi=problem.quasi,
@@ -928,7 +1004,27 @@ def _finish(problem: _Problem, classes: list[np.ndarray], algorithm: str) -> Lhd
         },
         heights=heights,
         suppressed=absent - held_back,
-        precision_loss=precision_loss(class_levels[class_id[published]], heights, absent),
-        dm=discernibility([c.size for c in classes], absent),
+        precision_loss=precision_loss(
+            class_levels[class_id[published]], heights, absent, w[published]
+        ),
+        dm=discernibility([problem.size(c) for c in classes], absent),
         held_back=held_back,
     )
+
+
+def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """Codes of ``values`` (an object array) numbered in sorted order of the values,
+    equal codes for equal values (Python equality: ``10000 == 10000.0``), and the
+    distinct values by code. Values of types that do not compare (mixed) are ordered by
+    type name and ``repr``: either way the codes depend on the values, not on the order
+    they come in."""
+    try:
+        distinct, codes = np.unique(values, return_inverse=True)
+        return codes.reshape(-1).astype(np.int64), distinct.tolist()
+    except TypeError:
+        index: dict[Any, int] = {}
+        first = np.array([index.setdefault(v, len(index)) for v in values.tolist()], np.int64)
+        order = sorted(index, key=lambda v: (type(v).__name__, repr(v)))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[[index[v] for v in order]] = np.arange(len(order))
+        return rank[first], order
