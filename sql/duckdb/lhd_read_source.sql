@@ -1,8 +1,9 @@
 -- Every source row's key, its state in the family's last version and in the domain's
 -- latest release, its fingerprints (all as in sql/duckdb/ke_read_source.sql), then the
 -- columns the lHD release publishes (raw values; the model generalizes them) and those
--- the domain's cells constrain.
+-- the domain's cells constrain; `record_value`: the key as it is.
 SELECT CAST(src.{key} AS VARCHAR) AS record_key,
+       src.{key} AS record_value,
        coalesce(m.status = 'published', false) AS published_before,
        m.record_key IS NOT NULL AS known,
        hash({hashed}) AS row_hash,

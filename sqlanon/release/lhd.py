@@ -30,6 +30,7 @@ from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, load_directory
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
+from sqlanon.release import lhd_engine
 from sqlanon.release.plan import plan_live
 from sqlanon.release.source import (
     NUMERIC,
@@ -45,6 +46,7 @@ from sqlanon.release.source import (
     resolve_source,
 )
 from sqlanon.release.state import (
+    DomainScope,
     grant_readers,
     left_out_counts,
     load_members,
@@ -60,6 +62,8 @@ from sqlanon.release.state import (
 # Names the read and write SQL use for their own columns.
 _INTERNAL = {
     "record_key",
+    "record_value",
+    "unit",
     "published_before",
     "changed",
     "ord",
@@ -374,144 +378,42 @@ def release_lhd(
             source_rows = profile_source(session, src, key, s)
 
         q = session.quote_ident
-        rows = session.query_arrays(
-            render_sql(
-                session,
-                "lhd_read_source",
-                key=q(key),
-                hashed=idents(session, [*quasi, *sensitive], "src"),
-                columns=idents(
-                    session, [*quasi, *sensitive, *(a for a in checked if a not in quasi)], "src"
-                ),
-                **scope.hashes(session, key),
-                source=src.qualified(session),
+        read_sql = render_sql(
+            session,
+            "lhd_read_source",
+            key=q(key),
+            hashed=idents(session, [*quasi, *sensitive], "src"),
+            columns=idents(
+                session, [*quasi, *sensitive, *(a for a in checked if a not in quasi)], "src"
             ),
-            scope.read_parameters(family, last),
+            **scope.hashes(session, key),
+            source=src.qualified(session),
         )
-        keys = rows["record_key"]
-        if progress is not None:
-            progress("rows read", int(keys.size))
-        for column in quasi:
-            missing = np.array([v is None or v != v for v in rows[column].tolist()])
-            if missing.any():
-                shown = ", ".join(str(k) for k in keys[missing][:10])
-                raise ConfigError(
-                    f"quasi column {column!r} has {int(missing.sum())} NULL values (keys "
-                    f"{shown}); fill or filter them"
-                )
-        if scope.last is None:
-            rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
-        changes = live.apply_changes(session, scope.name, scope.last, last, src, key, keys, rows)
-        ghosts = live.read_ghosts(
-            session, scope.name, scope.last, family, last, src, scope.attributes
-        )
-        live_rows = keys.size
-        raw_cell = np.concatenate([rows["domain_cell"].astype(np.int64), ghosts.cell])
-        prior = domain.read_cells(session, scope.last, raw_cell)
-        data = {c: rows[c] for c in quasi}
-        if ghosts.count:
-            keys = np.concatenate([keys.astype(object), ghosts.ids])
-            at = _ghost_stand_ins(prior.cell, live_rows)
-            data = {c: np.concatenate([rows[c], rows[c][at]]) for c in quasi}
-        hierarchies = _hierarchies(session, src, quasi, rows)
-        attribute_values = {
-            a: np.concatenate([np.asarray(rows[a], dtype=object), ghosts.values[a]])
-            if ghosts.count
-            else rows[a]
-            for a in [*sensitive, *checked]
-        }
-        chains = live.chains(session, scope.name, keys)
 
-        def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
-            idx = np.flatnonzero(keep)
-            p = plan_lhd(
-                {c: data[c][idx] for c in quasi},
-                {s: attribute_values[s][idx] for s in sensitive},
-                hierarchies,
-                int(l),
-                prior.select(idx),
-                algorithm,
-                float(max_suppression),
-                checked={a: attribute_values[a][idx] for a in checked},
-            )
-            group = np.full(keys.size, -1, dtype=np.int64)
-            group[idx] = p.class_id
-            return group, (p, idx)
+        def hierarchies(rows: dict[str, np.ndarray]) -> dict[str, Hierarchy]:
+            return _hierarchies(session, src, quasi, rows)
 
-        class_id, (plan, planned_rows), cells, chain_held = plan_live(
-            planned, prior, Requirement.lhd(sensitive, int(l)), attribute_values, chains
-        )
-        refuse_unsafe(prior, cells, attribute_values)
-        chosen = class_id >= 0
-        same = unchanged(last, changes, ghosts, rows, chosen)
-        if same is not None:
-            return same
-        if progress is not None:
-            progress("groups built", int(plan.n_classes))
-        labels = {c: np.full(keys.size, None, dtype=object) for c in quasi}
-        for c in quasi:
-            labels[c][planned_rows] = plan.labels(c)
-        is_ghost = np.arange(keys.size) >= live_rows
-        class_ghosts = np.bincount(class_id[chosen & is_ghost], minlength=max(plan.n_classes, 1))
-        session.load_temp(
-            "_sqlanon_lhd",
-            {
-                "record_key": keys[chosen],
-                "class_id": class_id[chosen],
-                "class_ghosts": class_ghosts[class_id[chosen]],
-                "ord": random_order(int(chosen.sum()), seed),
-                **{c: labels[c][chosen] for c in quasi},
-            },
-            {
-                "record_key": "VARCHAR",
-                "class_id": "INTEGER",
-                "class_ghosts": "INTEGER",
-                "ord": "BIGINT",
-                **dict.fromkeys(quasi, "VARCHAR"),
-            },
-        )
-        # With ghosts, their kept values join the source's (the class_ghosts column too).
-        session.execute(
-            render_sql(
-                session,
-                "lhd_write_release_ghosts" if ghosts.count else "lhd_write_release",
-                release=q(table),
-                labels=idents(session, quasi, "a"),
-                sensitive=idents(session, sensitive, "v"),
-                source_values=idents(session, sensitive, "src"),
-                ghost_values=idents(session, sensitive, "g"),
-                source=src.qualified(session),
-                key=q(key),
-            )
-        )
-        session.execute("DROP TABLE _sqlanon_lhd")
-        if progress is not None:
-            progress("rows written", int(chosen.sum()))
+        applied = lhd_engine.release(
+            session, src=src, family=family, key=key, quasi=quasi, sensitive=sensitive,
+            checked=checked, l=int(l), algorithm=algorithm,
+            max_suppression=float(max_suppression), seed=seed, scope=scope, last=last,
+            table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
+            null_check=_refuse_nulls, progress=progress,
+        )  # fmt: skip
+        if applied is None:
+            applied = _release_rows(
+                session, src=src, family=family, key=key, quasi=quasi, sensitive=sensitive,
+                checked=checked, l=int(l), algorithm=algorithm,
+                max_suppression=float(max_suppression), seed=seed, scope=scope, last=last,
+                table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
+                progress=progress,
+            )  # fmt: skip
+        if applied.unchanged:
+            assert last is not None
+            return {**summary_of(last), "unchanged": True}
+        assert applied.plan is not None
         publish_view(session, family, table)
         grant_readers(session, [q(table), q(family)])
-        load_members(
-            session,
-            keys[:live_rows],
-            "VARCHAR",
-            class_id[:live_rows],
-            cells.cell[:live_rows],
-            rows["row_hash"],
-            rows["value_hash"],
-        )
-        if ghosts.count:
-            session.load_temp(
-                "_sqlanon_ghost_members",
-                {
-                    "record_key": ghosts.ids,
-                    "group_id": class_id[live_rows:],
-                    "cell_id": cells.cell[live_rows:],
-                },
-                {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT"},
-            )
-        write_state(
-            session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
-        )
-        ghost_rows = int(chosen[live_rows:].sum())
         summary = catalog.Release(
             family=family,
             version=version,
@@ -519,20 +421,179 @@ def release_lhd(
             model="lhd",
             source=src.label,
             parameters=parameters,
-            **left_out_counts(chosen, prior, live_rows),
-            groups=int(plan.n_classes),
+            **applied.counts,
+            groups=int(applied.plan.n_classes),
             sum_of_errors=None,
             source_rows=source_rows,
             metrics={
-                "precision_loss": float(plan.precision_loss),
-                "dm": int(plan.dm),
-                "algorithm_used": plan.algorithm,
-                **changes.as_metrics(),
-                "ghosts": ghost_rows,
-                "chain_held_back": chain_held,
+                "precision_loss": float(applied.plan.precision_loss),
+                "dm": int(applied.plan.dm),
+                "algorithm_used": applied.plan.algorithm,
+                **applied.changes,
+                "ghosts": applied.ghosts,
+                "chain_held_back": applied.chain_held,
             },
             domain=scope.name,
             seq=scope.seq,
         )
         catalog.record_release(session, summary)
     return summary_of(summary)
+
+
+def _refuse_nulls(column: str, count: int, keys: Sequence[Any]) -> None:
+    shown = ", ".join(str(k) for k in keys[:10])
+    raise ConfigError(
+        f"quasi column {column!r} has {count} NULL values (keys {shown}); fill or filter them"
+    )
+
+
+def _release_rows(
+    session: Session,
+    *,
+    src: Source,
+    family: str,
+    key: str,
+    quasi: Sequence[str],
+    sensitive: Sequence[str],
+    checked: Sequence[str],
+    l: int,  # noqa: E741
+    algorithm: str,
+    max_suppression: float,
+    seed: int | None,
+    scope: DomainScope,
+    last: catalog.Release | None,
+    table: str,
+    version: int,
+    read_sql: str,
+    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]],
+    progress: Callable[[str, int], None] | None,
+) -> lhd_engine.Applied:
+    """The row path: every row read into Python (ghosts, chains, changed values, Spark),
+    planned and written back; the caller records the catalog row."""
+    q = session.quote_ident
+    rows = session.query_arrays(
+        sqltext.load(session.dialect, "lhd_read_rows")
+        + read_sql
+        + "\n) AS r ORDER BY r.record_key",
+        scope.read_parameters(family, last),
+    )
+    keys = rows["record_key"]
+    if progress is not None:
+        progress("rows read", int(keys.size))
+    for column in quasi:
+        missing = np.array([v is None or v != v for v in rows[column].tolist()])
+        if missing.any():
+            _refuse_nulls(column, int(missing.sum()), keys[missing][:10].tolist())
+    if scope.last is None:
+        rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
+    changes = live.apply_changes(session, scope.name, scope.last, last, src, key, keys, rows)
+    ghosts = live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes)
+    live_rows = keys.size
+    raw_cell = np.concatenate([rows["domain_cell"].astype(np.int64), ghosts.cell])
+    prior = domain.read_cells(session, scope.last, raw_cell)
+    data = {c: rows[c] for c in quasi}
+    if ghosts.count:
+        keys = np.concatenate([keys.astype(object), ghosts.ids])
+        at = _ghost_stand_ins(prior.cell, live_rows)
+        data = {c: np.concatenate([rows[c], rows[c][at]]) for c in quasi}
+    found = hierarchies(rows)
+    attribute_values = {
+        a: np.concatenate([np.asarray(rows[a], dtype=object), ghosts.values[a]])
+        if ghosts.count
+        else rows[a]
+        for a in [*sensitive, *checked]
+    }
+    chains = live.chains(session, scope.name, keys)
+
+    def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
+        idx = np.flatnonzero(keep)
+        p = plan_lhd(
+            {c: data[c][idx] for c in quasi},
+            {s: attribute_values[s][idx] for s in sensitive},
+            found,
+            int(l),
+            prior.select(idx),
+            algorithm,
+            float(max_suppression),
+            checked={a: attribute_values[a][idx] for a in checked},
+        )
+        group = np.full(keys.size, -1, dtype=np.int64)
+        group[idx] = p.class_id
+        return group, (p, idx)
+
+    class_id, (plan, planned_rows), cells, chain_held = plan_live(
+        planned, prior, Requirement.lhd(sensitive, int(l)), attribute_values, chains
+    )
+    refuse_unsafe(prior, cells, attribute_values)
+    chosen = class_id >= 0
+    if unchanged(last, changes, ghosts, rows, chosen) is not None:
+        return lhd_engine.Applied(unchanged=True)
+    if progress is not None:
+        progress("groups built", int(plan.n_classes))
+    labels = {c: np.full(keys.size, None, dtype=object) for c in quasi}
+    for c in quasi:
+        labels[c][planned_rows] = plan.labels(c)
+    is_ghost = np.arange(keys.size) >= live_rows
+    class_ghosts = np.bincount(class_id[chosen & is_ghost], minlength=max(plan.n_classes, 1))
+    session.load_temp(
+        "_sqlanon_lhd",
+        {
+            "record_key": keys[chosen],
+            "class_id": class_id[chosen],
+            "class_ghosts": class_ghosts[class_id[chosen]],
+            "ord": random_order(int(chosen.sum()), seed),
+            **{c: labels[c][chosen] for c in quasi},
+        },
+        {
+            "record_key": "VARCHAR",
+            "class_id": "INTEGER",
+            "class_ghosts": "INTEGER",
+            "ord": "BIGINT",
+            **dict.fromkeys(quasi, "VARCHAR"),
+        },
+    )
+    # With ghosts, their kept values join the source's (the class_ghosts column too).
+    session.execute(
+        render_sql(
+            session,
+            "lhd_write_release_ghosts" if ghosts.count else "lhd_write_release",
+            release=q(table),
+            labels=idents(session, quasi, "a"),
+            sensitive=idents(session, sensitive, "v"),
+            source_values=idents(session, sensitive, "src"),
+            ghost_values=idents(session, sensitive, "g"),
+            source=src.qualified(session),
+            key=q(key),
+        )
+    )
+    session.execute("DROP TABLE _sqlanon_lhd")
+    if progress is not None:
+        progress("rows written", int(chosen.sum()))
+    load_members(
+        session,
+        keys[:live_rows],
+        "VARCHAR",
+        class_id[:live_rows],
+        cells.cell[:live_rows],
+        rows["row_hash"],
+        rows["value_hash"],
+    )
+    if ghosts.count:
+        session.load_temp(
+            "_sqlanon_ghost_members",
+            {
+                "record_key": ghosts.ids,
+                "group_id": class_id[live_rows:],
+                "cell_id": cells.cell[live_rows:],
+            },
+            {"record_key": "VARCHAR", "group_id": "INTEGER", "cell_id": "BIGINT"},
+        )
+    write_state(session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts)
+    return lhd_engine.Applied(
+        unchanged=False,
+        plan=plan,
+        counts=left_out_counts(chosen, prior, live_rows),
+        changes=changes.as_metrics(),
+        ghosts=int(chosen[live_rows:].sum()),
+        chain_held=chain_held,
+    )

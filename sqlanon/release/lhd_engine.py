@@ -1,0 +1,259 @@
+"""lHD releases that never pull rows into Python: plan on units, apply in the engine.
+
+The same three stages as the (k,e) engine path (:mod:`sqlanon.release.ke_engine`):
+
+1. **Read** (SQL): the source joined with the state of the family's and the domain's
+   last releases, kept in the temporary table ``_sqlanon_read`` with each row's
+   ``unit``, a hash of the values the planner tells records apart by; Python reads one
+   entry per unit (its values and its number of records, ``lhd_engine_units.sql``).
+2. **Plan** (pure): :func:`sqlanon.models.lhd.plan_lhd` on the units, each weighted by
+   its records. Identical records share a class (the planner's units), so the plan is
+   a small table: per unit its class, its cell after this release and its labels.
+3. **Apply** (SQL): the plan joined to the rows on ``unit`` writes the release table
+   (rows in a keyed pseudo-random order), the members' state, the kept values.
+
+The planner gets the units the row path (:func:`sqlanon.release.lhd.release_lhd`
+reading rows in key order) would make, in the same order, so both publish the same
+classes (``tests/test_lhd_engine.py``). Releases this path does not cover go the row
+path (:func:`release` returns None before it writes anything): Spark, and domains with
+ghosts, deleted records, chains or changed constrained values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sqlanon import catalog, domain, live, sqltext
+from sqlanon.backends.base import Session
+from sqlanon.hierarchy import Hierarchy
+from sqlanon.models.cells import Requirement
+from sqlanon.models.lhd import LhdPlan, plan_lhd
+from sqlanon.release.ke_engine import shuffle_key
+from sqlanon.release.plan import plan_live
+from sqlanon.release.source import Source, render_sql
+from sqlanon.release.state import DomainScope, refuse_unsafe
+
+#: Temporary tables of one engine release, dropped when it ends either way.
+_TEMP = ("_sqlanon_read", "_sqlanon_plan", "_sqlanon_ghost_values")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the engine path did: nothing (``unchanged``), or the release written, with
+    the plan and what the catalog row records."""
+
+    unchanged: bool
+    plan: LhdPlan | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    changes: dict[str, int] = field(default_factory=dict)
+    ghosts: int = 0  # ghost rows the release table shows (the row path)
+    chain_held: int = 0  # records the chain rule left out (the row path)
+
+
+def release(
+    session: Session,
+    *,
+    src: Source,
+    family: str,
+    key: str,
+    quasi: Sequence[str],
+    sensitive: Sequence[str],
+    checked: Sequence[str],
+    l: int,  # noqa: E741
+    algorithm: str,
+    max_suppression: float,
+    seed: int | None,
+    scope: DomainScope,
+    last: catalog.Release | None,
+    table: str,
+    version: int,
+    read_sql: str,
+    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]],
+    null_check: Callable[[str, int, Sequence[Any]], None],
+    progress: Callable[[str, int], None] | None,
+) -> Applied | None:
+    """Write version ``version`` of ``family`` on the engine path inside the caller's
+    transaction, after its checks; the caller records the catalog row. ``read_sql`` is
+    the row path's read (``lhd_read_source.sql``, rendered); ``hierarchies`` builds the
+    QI hierarchies from the distinct values; ``null_check(column, count, keys)`` refuses
+    NULL quasi-identifiers as the row path does. None, having written nothing, when this
+    release needs the row path."""
+    if session.dialect not in ("duckdb", "postgres"):
+        return None
+    _drop_temp(session)
+    try:
+        return _release(
+            session, src, family, key, quasi, sensitive, checked, l, algorithm,
+            max_suppression, seed, scope, last, table, version, read_sql, hierarchies,
+            null_check, progress,
+        )  # fmt: skip
+    finally:
+        _drop_temp(session)
+
+
+def _drop_temp(session: Session) -> None:
+    for name in _TEMP:
+        session.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def _release(
+    session: Session,
+    src: Source,
+    family: str,
+    key: str,
+    quasi: Sequence[str],
+    sensitive: Sequence[str],
+    checked: Sequence[str],
+    l: int,  # noqa: E741
+    algorithm: str,
+    max_suppression: float,
+    seed: int | None,
+    scope: DomainScope,
+    last: catalog.Release | None,
+    table: str,
+    version: int,
+    read_sql: str,
+    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]],
+    null_check: Callable[[str, int, Sequence[Any]], None],
+    progress: Callable[[str, int], None] | None,
+) -> Applied | None:
+    q = session.quote_ident
+    columns = list(dict.fromkeys([*quasi, *sensitive, *checked]))
+    checked = [a for a in checked if a not in sensitive]
+    entry = ", ".join(f"{q('r')}.{q(c)}" for c in ["domain_cell", *columns])
+    session.execute(
+        render_sql(session, "lhd_engine_read", entry=entry) + read_sql + "\n) AS r",
+        scope.read_parameters(family, last),
+    )
+    stats = session.query_dicts(sqltext.load(session.dialect, "lhd_engine_stats"))[0]
+    if progress is not None:
+        progress("rows read", int(stats["n"]))
+    if scope.last is not None and (
+        stats["value_changed"] or _gone(session, scope, src, key) or _linked(session, scope)
+    ):
+        return None
+    if live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes).count:
+        return None
+    units = session.query_arrays(
+        render_sql(session, "lhd_engine_units", columns=", ".join(q(c) for c in columns))
+    )
+    if np.unique(units["unit"]).size != units["unit"].size:
+        return None  # two distinct units share a 64-bit hash: the row path tells them apart
+    weight = units["records"].astype(np.int64)
+    for column in quasi:
+        missing = np.array([v is None or v != v for v in units[column].tolist()], dtype=bool)
+        if missing.any():
+            shown = session.query(render_sql(session, "lhd_engine_null_keys", column=q(column)))
+            null_check(column, int(weight[missing].sum()), [r[0] for r in shown])
+    n = int(stats["n"])
+    inserted = int(stats["inserted"]) if last is not None else n
+    changes = live.apply_counted_changes(
+        session, scope.name, scope.last, last, src, key, inserted=inserted,
+        known=n - inserted, quasi_changed=int(stats["quasi_changed"]) if last else 0,
+        celled=int(stats["celled"]),
+    )  # fmt: skip
+    if scope.last is None:
+        units["domain_cell"] = np.full(weight.size, -1, dtype=np.int64)
+    prior = domain.read_cells(session, scope.last, units["domain_cell"].astype(np.int64))
+    values = {a: units[a] for a in [*sensitive, *checked]}
+    found = hierarchies(units)
+
+    def planned(keep: np.ndarray) -> tuple[np.ndarray, LhdPlan]:
+        idx = np.flatnonzero(keep)
+        p = plan_lhd(
+            {c: units[c][idx] for c in quasi},
+            {s: values[s][idx] for s in sensitive},
+            found,
+            int(l),
+            prior.select(idx),
+            algorithm,
+            float(max_suppression),
+            checked={a: values[a][idx] for a in checked},
+            weight=weight[idx],
+        )
+        group = np.full(weight.size, -1, dtype=np.int64)
+        group[idx] = p.class_id
+        return group, p
+
+    class_id, plan, cells, _held = plan_live(
+        planned, prior, Requirement.lhd(list(sensitive), int(l)), values, [], weight
+    )
+    refuse_unsafe(prior, cells, values)
+    chosen = class_id >= 0
+    labels: dict[str, np.ndarray] = {}
+    for j, c in enumerate(quasi):
+        labels[f"label_{j}"] = plan.labels(c)
+    session.load_temp(
+        "_sqlanon_plan",
+        {"unit": units["unit"], "group_id": class_id, "cell_id": cells.cell, **labels},
+        {
+            "unit": "UBIGINT" if session.dialect == "duckdb" else "BIGINT",
+            "group_id": "INTEGER",
+            "cell_id": "BIGINT",
+            **dict.fromkeys(labels, "VARCHAR"),
+        },
+    )
+    matches = {"plan_match": sqltext.match(q("p"), q("r"), [q("unit")])}
+    if last is not None and not changes.any and not changes.ghosts_before:
+        newly = session.query(render_sql(session, "ke_engine_newly_published", **matches))[0][0]
+        if not newly:
+            return Applied(unchanged=True)
+    if progress is not None:
+        progress("groups built", int(plan.n_classes))
+    session.execute(
+        render_sql(
+            session,
+            "lhd_engine_release",
+            release=q(table),
+            labels=", ".join(
+                f"{q('p')}.{q(x)} AS {q(c)}" for x, c in zip(labels, quasi, strict=True)
+            ),
+            sensitive=", ".join(f"{q('r')}.{q(s)}" for s in sensitive),
+            **matches,
+        ),
+        [shuffle_key(seed)],
+    )
+    published = int(weight[chosen].sum())
+    if progress is not None:
+        progress("rows written", published)
+    session.execute(render_sql(session, "ke_engine_members", **matches), [family, version])
+    for attribute in scope.attributes:
+        session.execute(
+            render_sql(session, "ke_engine_keep", column=q(attribute), **matches),
+            [scope.name, attribute, attribute not in scope.before],
+        )
+    domain.write_cells(session, family, version, cells)
+    never = prior.cell < 0
+    return Applied(
+        unchanged=False,
+        plan=plan,
+        counts={
+            "rows_published": published,
+            "held_back": int(weight[~chosen & never].sum()),
+            "suppressed": int(weight[~chosen & ~never].sum()),
+        },
+        changes=changes.as_metrics(),
+    )
+
+
+def _gone(session: Session, scope: DomainScope, src: Source, key: str) -> bool:
+    """Whether a record of the domain's latest release is gone from the source (the row
+    path turns it into a ghost or drops it)."""
+    assert scope.last is not None
+    q = session.quote_ident
+    gone = session.query(
+        sqltext.load(session.dialect, "live_gone_count")
+        + render_sql(session, "live_gone", source=src.qualified(session), key=q(key))
+        + "\n) AS g",
+        [scope.last.family, scope.last.version],
+    )
+    return bool(gone[0][0])
+
+
+def _linked(session: Session, scope: DomainScope) -> bool:
+    """Whether the domain has chains of changed records (the row path's work)."""
+    return bool(session.query(sqltext.load(session.dialect, "live_links"), [scope.name]))
