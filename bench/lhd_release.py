@@ -86,6 +86,10 @@ def child(mode: str, db: str, algorithm: str) -> dict[str, Any]:
             out["seconds"] = time.perf_counter() - start
             con.execute("DROP TABLE t2")
         else:
+            if mode == "rows":  # the row path, as every lHD release ran before issue 13
+                from sqlanon.release import lhd_engine
+
+                lhd_engine.release = lambda *a, **k: None  # type: ignore[assignment]
             sqlanon.install(con)
             summary = sqlanon.release_lhd(
                 con, "t", f"fam_{algorithm}", key="id", quasi=QUASI, sensitive=SENSITIVE, l=2,
@@ -114,21 +118,29 @@ def measure(n: int | None, algorithm: str, reps: int, tmp: Path) -> dict[str, An
     for rep in range(reps):
         db = tmp / f"lhd_{n}_{algorithm}_{rep}.duckdb"
         build(db, n, tmp / f"hier_{rep}")
+        rows_db = db.with_suffix(".rows.duckdb")
+        shutil.copy(db, rows_db)
         sort = run_child("sort", db)
         release = run_child("release", db, algorithm)
-        runs.append((sort, release))
+        rows = run_child("rows", rows_db, algorithm)
+        runs.append((sort, release, rows))
         db.unlink()
+        rows_db.unlink()
         print(f"n={n or 'Adult'} {algorithm} rep {rep}: sort {sort['seconds']:.2f}s "
-              f"release {release['seconds']:.2f}s", flush=True)  # fmt: skip
+              f"release {release['seconds']:.2f}s row path {rows['seconds']:.2f}s",
+              flush=True)  # fmt: skip
     med = statistics.median
     return {
         "n": n,
         "algorithm": algorithm,
-        "sort": med(s["seconds"] for s, _ in runs),
-        "release": med(r["seconds"] for _, r in runs),
-        "ratio": med(r["seconds"] / s["seconds"] for s, r in runs),
-        "rss_mib": med(r["vm_hwm_kib"] for _, r in runs) / 1024,
+        "sort": med(s["seconds"] for s, _, _ in runs),
+        "release": med(r["seconds"] for _, r, _ in runs),
+        "ratio": med(r["seconds"] / s["seconds"] for s, r, _ in runs),
+        "rss_mib": med(r["vm_hwm_kib"] for _, r, _ in runs) / 1024,
+        "rows": med(w["seconds"] for _, _, w in runs),
+        "rows_rss_mib": med(w["vm_hwm_kib"] for _, _, w in runs) / 1024,
         "summary": runs[-1][1]["summary"],
+        "rows_summary": runs[-1][2]["summary"],
     }
 
 
@@ -140,10 +152,16 @@ def table(results: list[dict[str, Any]], reps: int) -> str:
         "on a fresh file in its own child process; ratio per run against "
         f"`{SORT_SQL}` in the same file, then the median. Adult: the ARX table (30,162 "
         "records) with the bundled hierarchies; synthetic: Adult records drawn with "
-        "replacement. Target (issue 13): Adult <= 2 s.\n",
+        "replacement. *Release*: the engine path (the planner reads one entry per unit of "
+        "identical records; the plan is applied in SQL); *row path*: the same release on a "
+        "copy of the file with the engine path turned off (every row read into Python, "
+        "planned on units too, written back), which must publish the same classes "
+        "(*same counts and PREC*: rows published, classes, precision loss, left out). "
+        "Target (issue 13): Adult <= 2 s.\n",
         "| table | algorithm | rows | sort s | release s | release / sort | peak RSS MiB "
-        "| classes | precision loss | left out |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| row path s | row path peak RSS MiB | classes | precision loss | left out "
+        "| same counts and PREC |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         s = r["summary"]
@@ -151,7 +169,9 @@ def table(results: list[dict[str, Any]], reps: int) -> str:
             f"| {'Adult' if r['n'] is None else 'synthetic'} | {r['algorithm']} "
             f"| {s['rows_published'] + s['suppressed']:,} | {r['sort']:.2f} "
             f"| **{r['release']:.2f}** | {r['ratio']:.0f} | {r['rss_mib']:,.0f} "
-            f"| {s['groups']:,} | {s['precision_loss']:.4f} | {s['suppressed']:,} |"
+            f"| {r['rows']:.2f} | {r['rows_rss_mib']:,.0f} "
+            f"| {s['groups']:,} | {s['precision_loss']:.4f} | {s['suppressed']:,} "
+            f"| {'yes' if s == r['rows_summary'] else 'NO'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -161,7 +181,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-report", action="store_true")
-    parser.add_argument("--child", choices=["sort", "release"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["sort", "release", "rows"], help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--alg", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
