@@ -172,8 +172,14 @@ def _piece_stats(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per piece 0..count-1: distinct codes, and spread of ``numbers`` (0 without)."""
     nv = int(codes.max()) + 1 if codes.size else 1
-    keys = np.unique(piece * nv + codes)
-    distinct = np.bincount(keys // nv, minlength=count)
+    if count * nv <= 4 * piece.size + 4096:
+        # few pieces and values: mark each (piece, value) seen, no sort
+        seen = np.zeros((count, nv), dtype=bool)
+        seen[piece, codes] = True
+        distinct = seen.sum(axis=1)
+    else:
+        keys = np.unique(piece * nv + codes)
+        distinct = np.bincount(keys // nv, minlength=count)
     spread = np.zeros(count)
     if numbers is not None and piece.size:
         low = np.full(count, np.inf)

@@ -531,9 +531,13 @@ class _Problem:
     ) -> tuple[np.ndarray, np.ndarray]:
         """For records ``idx`` in groups ``group`` (0..count-1): whether each (group,
         old cell) piece meets what it must, as (piece of every record, ok per piece)."""
-        pair = group * (self.new_cell + 1) + self.piece_cell[idx]
-        keys, piece = np.unique(pair, return_inverse=True)
-        piece = piece.reshape(-1)
+        if self.new_cell == 0 and np.bincount(group, minlength=count).all():
+            # no old cells and no empty group: a piece is a group (no sort needed)
+            piece, keys = group, np.arange(count)
+        else:
+            pair = group * (self.new_cell + 1) + self.piece_cell[idx]
+            keys, piece = np.unique(pair, return_inverse=True)
+            piece = piece.reshape(-1)
         cell = keys % (self.new_cell + 1)
         ok = piece_meets(
             piece,
@@ -786,11 +790,21 @@ def _top_down(problem: _Problem, idx: np.ndarray) -> list[np.ndarray]:
         part = stack.pop()
         levels = _common_levels(problem, part)
         best: list[np.ndarray] | None = None
-        best_gain = 0.0
-        for q in np.flatnonzero(levels > 0).tolist():
+        best_gain, best_q = 0.0, -1
+        # The split of the most records specialized per unit of height wins, the lowest
+        # QI on a tie. A QI's gain is at most the part's records over its height: try
+        # the highest bounds first and skip the QIs that cannot win (same choice).
+        size = problem.size(part)
+        for q in sorted(np.flatnonzero(levels > 0).tolist(), key=lambda q: problem.heights[q]):
+            bound = size / problem.heights[q]
+            if bound < best_gain or (bound == best_gain and q > best_q):
+                continue
             split = _split(problem, part, q, int(levels[q]))
-            if split is not None and split[1] / problem.heights[q] > best_gain:
-                best, best_gain = split[0], split[1] / problem.heights[q]
+            if split is None:
+                continue
+            gain = split[1] / problem.heights[q]
+            if gain > best_gain or (gain == best_gain and best is not None and q < best_q):
+                best, best_gain, best_q = split[0], gain, q
         if best is None:
             final.extend(_refine(problem, np.sort(part), levels))
         else:
