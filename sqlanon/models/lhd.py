@@ -531,13 +531,13 @@ class _Problem:
     ) -> tuple[np.ndarray, np.ndarray]:
         """For records ``idx`` in groups ``group`` (0..count-1): whether each (group,
         old cell) piece meets what it must, as (piece of every record, ok per piece)."""
-        if self.new_cell == 0 and np.bincount(group, minlength=count).all():
-            # no old cells and no empty group: a piece is a group (no sort needed)
-            piece, keys = group, np.arange(count)
-        else:
+        piece: np.ndarray = group
+        keys: np.ndarray = np.arange(count)
+        if self.new_cell or not np.bincount(group, minlength=count).all():
+            # (with no old cells and no empty group a piece is a group: no sort needed)
             pair = group * (self.new_cell + 1) + self.piece_cell[idx]
-            keys, piece = np.unique(pair, return_inverse=True)
-            piece = piece.reshape(-1)
+            keys, inverse = np.unique(pair, return_inverse=True)
+            piece = inverse.reshape(-1)
         cell = keys % (self.new_cell + 1)
         ok = piece_meets(
             piece,
