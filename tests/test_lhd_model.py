@@ -452,23 +452,43 @@ def tables_with_copies(draw: st.DrawFn) -> tuple[dict[str, Any], list[int]]:
 
 
 def weighted(case: dict[str, Any], rows: list[int], qis: list[str], **kwargs: Any) -> Any:
-    """Plan ``rows`` (indices into the case, repeats allowed) one by one, and plan the
-    distinct rows with their counts as weights, in the order of their first copy (what
-    a database count hands the planner); returns both, or None when infeasible."""
-    firsts = list(dict.fromkeys(rows))
-    counts = [rows.count(r) for r in firsts]
-    try:
-        one_by_one = plan_or_none(restricted(case, rows), qis, **kwargs)
-    except InfeasibleError:
+    """Plan ``rows`` (indices into the case, repeats allowed) one by one, and plan one
+    entry per distinct record (its columns, and the cell ``prior`` gives it) with its
+    count as weight, in the order of its first row (what a database count hands the
+    planner: the columns it releases); returns both plans and each row's entry, or None
+    when infeasible."""
+    one_by_one = plan_or_none(restricted(case, rows), qis, **kwargs)
+    if one_by_one is None:
         return None
     prior = kwargs.pop("prior", None)
+    columns = [*(case["quasi"][q] for q in qis), *case["sensitive"].values()]
+    keys = [
+        (*(c[r] for c in columns), -2 if prior is None else int(prior.cell[at]))
+        for at, r in enumerate(rows)
+    ]
+    entries = list(dict.fromkeys(keys))
+    entry_of = np.array([entries.index(k) for k in keys])
+    firsts = [keys.index(k) for k in entries]
     if prior is not None:
-        at = [rows.index(r) for r in firsts]
-        prior = Cells(prior.cell[at], prior.attributes, prior.distinct, prior.spread)
+        prior = Cells(prior.cell[firsts], prior.attributes, prior.distinct, prior.spread)
     counted = plan_or_none(
-        restricted(case, firsts), qis, weight=np.array(counts), prior=prior, **kwargs
-    )
-    return one_by_one, counted, firsts
+        restricted(case, [rows[i] for i in firsts]), qis,
+        weight=np.bincount(entry_of), prior=prior, **kwargs,
+    )  # fmt: skip
+    return one_by_one, counted, entry_of
+
+
+def by_rank(counted: LhdPlan, unit_of: np.ndarray) -> np.ndarray:
+    """The class of each row from a plan of counts: the row of rank j among the copies
+    of its record (in row order) is rank j of that entry (the last column: j and on)."""
+    seen: dict[int, int] = {}
+    ranks = []
+    for u in unit_of.tolist():
+        ranks.append(seen.get(u, 0))
+        seen[u] = ranks[-1] + 1
+    assert counted.rank_class is not None
+    last = counted.rank_class.shape[1] - 1
+    return counted.rank_class[unit_of, np.minimum(ranks, last)]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -476,23 +496,22 @@ def weighted(case: dict[str, Any], rows: list[int], qis: list[str], **kwargs: An
 def test_counted_records_get_the_plan_of_the_rows(
     case_rows: tuple[dict[str, Any], list[int]], algo: str
 ) -> None:
-    """Identical records share a class, and planning their counts (the database path)
-    gives the plan the rows get: same classes, labels, values, metrics; over a second
-    release with the first one's cells too."""
+    """Planning counts of identical records (the database path) gives the plan the rows
+    get: each copy in the same class by its rank, same labels, values, metrics; over a
+    second release with the first one's cells too."""
     case, rows = case_rows
     first = weighted(case, rows, case["first"], algorithm=algo)
     if first is None or first[0] is None:
         return
-    one_by_one, counted, firsts = first
-    unit_of = np.array([firsts.index(r) for r in rows])
-    assert (one_by_one.class_id == counted.class_id[unit_of]).all()
+    one_by_one, counted, entry_of = first
+    assert (one_by_one.class_id == by_rank(counted, entry_of)).all()
     for name in ("class_labels", "class_values", "precision_loss", "dm", "absent"):
         assert getattr(one_by_one, name) == getattr(counted, name), name
     check_plan(one_by_one, restricted(case, rows), case["first"])
     second = weighted(case, rows, case["second"], algorithm=algo, prior=cells_after(one_by_one))
     assert second is not None
-    again, counted2, _ = second
-    assert (again.class_id == counted2.class_id[unit_of]).all()
+    again, counted2, entry_of = second
+    assert (again.class_id == by_rank(counted2, entry_of)).all()
     assert again.precision_loss == counted2.precision_loss and again.dm == counted2.dm
     ids = [one_by_one.class_id, again.class_id]
     assert short_cells(ids, restricted(case, rows)["sensitive"], case["l"]) == 0

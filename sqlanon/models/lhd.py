@@ -47,12 +47,14 @@ Algorithms:
   ``max_suppression``, the lower DM on a tie.
 
 Identical records (equal QI values, equal values of every attribute checked, the same
-old cell) are planned as one **unit** weighted by their number and always share a class
-(:meth:`_Problem.units`): nothing published tells them apart. The planner's cost follows
-the distinct records, not the rows, and a caller that counted them in the database gets
-the plan of the rows. The size limits above count units. The price, measured in
-BENCHMARKS.md (``lhd-units``): where the greedy would have split a unit's copies between
-two classes to keep both finer, it cannot.
+old cell) form a **unit**, planned as up to ``UNIT_SINGLES`` entries of one record and
+one entry of the rest, each weighted by its records (:meth:`_Problem.units`): a class
+that needs the unit's value can take one record of it, as the record-by-record greedy
+does, while the rest stays together. The planner's cost follows the distinct records,
+not the rows, and a caller that counted the records in the database (``weight``) gets
+the plan of the rows. The size limits above count entries. The price, measured in
+BENCHMARKS.md (``lhd-units``): a precision loss a few percent above planning every
+record alone on tables with many identical records.
 
 Records left out are **held back** when no release has published them yet (offered
 again next time) and **suppressed** when one has. More than ``max_suppression`` of the
@@ -78,6 +80,10 @@ GREEDY_MAX_ROWS = 2000
 REFINE_MAX_ROWS = 400
 SMALL_PART_ROWS = 12  # parts up to this size: the greedy alone (scalable costs per call)
 ALGORITHMS = ("auto", "greedy", "scalable", "refine")
+#: Records of a unit of identical records planned one by one (the rest as one entry):
+#: on 200,000 Adult-like rows, 2 gives a precision loss within 2.5% of planning every
+#: record alone (1: 5%, none: 20%) at a third of its time (BENCHMARKS.md, lhd-units).
+UNIT_SINGLES = 2
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,10 @@ class LhdPlan:
     precision_loss: float
     dm: int
     held_back: int = 0  # absent now, never published yet: offered again next time
+    # Per given entry (see plan_lhd's ``weight``) and rank j of its records: the class of
+    # the record of rank j, the last column for every rank from UNIT_SINGLES on (-1:
+    # left out, or no such record). Records one by one: column 0 is ``class_id``.
+    rank_class: np.ndarray | None = None
 
     @property
     def absent(self) -> int:
@@ -229,15 +239,16 @@ def plan_lhd(
     ``checked`` the values of the attributes those cells constrain that this release
     does not publish (every piece of an old cell must keep them). ``weight[i]``: the
     number of identical records entry i stands for (a caller that counted them in the
-    database); the plan is the same as for the records one by one (see
-    :meth:`_Problem.units`), with ``class_id`` per entry.
+    database); the plan is the one of the records one by one, given in that order (see
+    :meth:`_Problem.units`); ``class_id`` is then the class of each entry's first
+    record and ``rank_class`` that of each of its records by rank.
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if not 0.0 <= max_suppression <= 1.0:
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
     given = _Problem.build(quasi, sensitive, hierarchies, l, prior, checked or {}, weight)
-    problem, inverse = given.units()
+    problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())
     if algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
@@ -266,7 +277,8 @@ def plan_lhd(
             f"{plan.held_back} new) > max_suppression={max_suppression}; lower l, publish "
             "fewer sensitive attributes, or raise max_suppression"
         )
-    return replace(plan, class_id=plan.class_id[inverse])
+    by_rank = np.where(entry >= 0, np.append(plan.class_id, -1)[entry], -1)
+    return replace(plan, class_id=by_rank[:, 0], rank_class=by_rank)
 
 
 def comparison_attack(
@@ -486,45 +498,69 @@ class _Problem:
             self.atom = np.where(old, self.piece_cell, self.new_cell + np.arange(self.n))
 
     def units(self) -> tuple[_Problem, np.ndarray]:
-        """The problem over units: identical records (equal QI values, equal values of
-        every checked attribute, the published sensitive ones included, and the same old
-        cell) merged into one entry weighted by their count, in the order of each unit's
-        first record; and each record's unit.
+        """The problem over units, and where each given record went.
 
-        Every algorithm places a unit whole, so identical records share a class: nothing
-        published or kept tells them apart (their labels, values and cell are the same),
-        and a class holding them all is as precise as splitting them (their levels are
-        the same) and leaves one bigger cell. Planning on units costs the distinct
-        records, not the rows; a caller that counts identical rows in the database
-        (``weight``, units in the order of their first row) gets the plan the rows
-        would get. Records all distinct: the plan is the one of the records themselves.
+        A unit is a set of identical records (equal QI values, equal values of every
+        checked attribute, the published sensitive ones included, and the same old
+        cell), in the order of its first record. It is planned as up to
+        :data:`UNIT_SINGLES` entries of one record (its first ones) and one entry of the
+        rest, each weighted by its records: so a class that needs a unit's value can
+        take one record of it (as the seed's greedy does, record by record) while the
+        rest stays together, and the planner's cost follows the distinct records, not
+        the rows. Nothing published or kept tells identical records apart, so which of
+        them goes where is a matter of numbering; the records of a unit are ranked in
+        the order given (entry by entry, ``weight`` records each).
+
+        Returns the unit problem and, per given entry ``i`` and rank ``j`` among its
+        records (``j`` = :data:`UNIT_SINGLES`: that rank and all after), the unit
+        problem's entry holding it (-1: no such record). Records one by one, all
+        distinct: the problem is the given one.
         """
         columns = [c[:, 0] for c in self.codes] + self.sa_codes + self.check_codes
         columns.append(self.piece_cell)
         key = np.stack(columns, axis=1) if self.n else np.zeros((0, len(columns)), np.int64)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        # units in the order their first record came (records one by one: no change)
+        # units in the order their first record came
         order = np.argsort(first, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         first, inverse = first[order], rank[inverse.reshape(-1)]
         weight = np.bincount(inverse, weights=self.weight, minlength=first.size).astype(np.int64)
+        # where each given entry's records start among its unit's records
+        by_unit = np.argsort(inverse, kind="stable")
+        before = np.cumsum(self.weight[by_unit]) - self.weight[by_unit]
+        offset = np.empty(self.n, dtype=np.int64)
+        offset[by_unit] = before - (np.cumsum(weight) - weight)[inverse[by_unit]]
+        # entries of each unit: `singles` records of their own, then the rest (if any)
+        singles = np.minimum(weight, UNIT_SINGLES)
+        parts = singles + (weight > singles)
+        starts = np.cumsum(parts) - parts
+        entry_unit = np.repeat(np.arange(first.size), parts)
+        single = np.arange(entry_unit.size) - starts[entry_unit] < singles[entry_unit]
+        entry_weight = np.where(single, 1, weight[entry_unit] - singles[entry_unit])
+        ranks = np.arange(UNIT_SINGLES + 1)
+        at = offset[:, None] + ranks[None, :]
+        entry = starts[inverse][:, None] + np.minimum(at, singles[inverse][:, None])
+        exists = np.where(ranks < UNIT_SINGLES, ranks[None, :] < self.weight[:, None], False)
+        exists[:, UNIT_SINGLES] = self.weight > UNIT_SINGLES
+        entry = np.where(exists, entry, -1)
+        rows = first[entry_unit]
         units = replace(
             self,
-            n=int(first.size),
-            codes=[c[first] for c in self.codes],
-            flat_codes=self.flat_codes[first],
-            sa_codes=[c[first] for c in self.sa_codes],
-            piece_cell=self.piece_cell[first],
-            check_codes=[c[first] for c in self.check_codes],
-            check_numbers=[None if x is None else x[first] for x in self.check_numbers],
-            weight=weight,
+            n=int(rows.size),
+            codes=[c[rows] for c in self.codes],
+            flat_codes=self.flat_codes[rows],
+            sa_codes=[c[rows] for c in self.sa_codes],
+            piece_cell=self.piece_cell[rows],
+            check_codes=[c[rows] for c in self.check_codes],
+            check_numbers=[None if x is None else x[rows] for x in self.check_numbers],
+            weight=entry_weight.astype(np.int64),
         )
         if self.newest is not None and self.atom is not None:
             old = units.piece_cell < units.new_cell
             units.newest = np.where(old, units.piece_cell, -1)
             units.atom = np.where(old, units.piece_cell, units.new_cell + np.arange(units.n))
-        return units, inverse
+        return units, entry
 
     def piece_ok(
         self, idx: np.ndarray, group: np.ndarray, count: int

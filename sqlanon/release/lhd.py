@@ -64,6 +64,7 @@ _INTERNAL = {
     "record_key",
     "record_value",
     "unit",
+    "seg",
     "published_before",
     "changed",
     "ord",

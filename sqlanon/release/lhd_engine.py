@@ -31,9 +31,8 @@ from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.models.cells import Requirement
-from sqlanon.models.lhd import LhdPlan, plan_lhd
+from sqlanon.models.lhd import UNIT_SINGLES, LhdPlan, plan_lhd
 from sqlanon.release.ke_engine import shuffle_key
-from sqlanon.release.plan import plan_live
 from sqlanon.release.source import Source, render_sql
 from sqlanon.release.state import DomainScope, refuse_unsafe
 
@@ -124,10 +123,10 @@ def _release(
     q = session.quote_ident
     columns = list(dict.fromkeys([*quasi, *sensitive, *checked]))
     checked = [a for a in checked if a not in sensitive]
-    entry = ", ".join(f"{q('r')}.{q(c)}" for c in ["domain_cell", *columns])
+    hashed = ", ".join(f"{q('r')}.{q(c)}" for c in ["domain_cell", *columns])
     session.execute(
-        render_sql(session, "lhd_engine_read", entry=entry) + read_sql + "\n) AS r",
-        scope.read_parameters(family, last),
+        render_sql(session, "lhd_engine_read", entry=hashed) + read_sql + "\n) AS r\n) AS u",
+        [*scope.read_parameters(family, last), UNIT_SINGLES],
     )
     stats = session.query_dicts(sqltext.load(session.dialect, "lhd_engine_stats"))[0]
     if progress is not None:
@@ -162,42 +161,58 @@ def _release(
     values = {a: units[a] for a in [*sensitive, *checked]}
     found = hierarchies(units)
 
-    def planned(keep: np.ndarray) -> tuple[np.ndarray, LhdPlan]:
-        idx = np.flatnonzero(keep)
-        p = plan_lhd(
-            {c: units[c][idx] for c in quasi},
-            {s: values[s][idx] for s in sensitive},
-            found,
-            int(l),
-            prior.select(idx),
-            algorithm,
-            float(max_suppression),
-            checked={a: values[a][idx] for a in checked},
-            weight=weight[idx],
-        )
-        group = np.full(weight.size, -1, dtype=np.int64)
-        group[idx] = p.class_id
-        return group, p
-
-    class_id, plan, cells, _held = plan_live(
-        planned, prior, Requirement.lhd(list(sensitive), int(l)), values, [], weight
+    plan = plan_lhd(
+        {c: units[c] for c in quasi},
+        {s: values[s] for s in sensitive},
+        found,
+        int(l),
+        prior,
+        algorithm,
+        float(max_suppression),
+        checked={a: values[a] for a in checked},
+        weight=weight,
     )
-    refuse_unsafe(prior, cells, values)
+    # One row per (unit, rank segment): the record of rank j < UNIT_SINGLES in its unit
+    # (key order), or all from UNIT_SINGLES on; the planner says the class of each.
+    assert plan.rank_class is not None
+    segments = np.arange(UNIT_SINGLES + 1)
+    records = np.where(
+        segments < UNIT_SINGLES,
+        (segments[None, :] < weight[:, None]).astype(np.int64),
+        np.maximum(weight - UNIT_SINGLES, 0)[:, None],
+    )
+    entry, seg = np.nonzero(records)
+    seg_weight, class_id = records[entry, seg], plan.rank_class[entry, seg]
+    # No chains on this path: the cells after are the old ones split by class.
+    seg_prior = prior.select(entry)
+    seg_values = {a: v[entry] for a, v in values.items()}
+    cells = seg_prior.then(class_id, Requirement.lhd(list(sensitive), int(l)))
+    refuse_unsafe(seg_prior, cells, seg_values)
     chosen = class_id >= 0
-    labels: dict[str, np.ndarray] = {}
-    for j, c in enumerate(quasi):
-        labels[f"label_{j}"] = plan.labels(c)
+    labels = {
+        f"label_{j}": np.array([*(lab[j] for lab in plan.class_labels), None], dtype=object)[
+            class_id
+        ]
+        for j in range(len(quasi))
+    }
     session.load_temp(
         "_sqlanon_plan",
-        {"unit": units["unit"], "group_id": class_id, "cell_id": cells.cell, **labels},
+        {
+            "unit": units["unit"][entry],
+            "seg": seg,
+            "group_id": class_id,
+            "cell_id": cells.cell,
+            **labels,
+        },
         {
             "unit": "UBIGINT" if session.dialect == "duckdb" else "BIGINT",
+            "seg": "BIGINT",
             "group_id": "INTEGER",
             "cell_id": "BIGINT",
             **dict.fromkeys(labels, "VARCHAR"),
         },
     )
-    matches = {"plan_match": sqltext.match(q("p"), q("r"), [q("unit")])}
+    matches = {"plan_match": sqltext.match(q("p"), q("r"), [q("unit"), q("seg")])}
     if last is not None and not changes.any and not changes.ghosts_before:
         newly = session.query(render_sql(session, "ke_engine_newly_published", **matches))[0][0]
         if not newly:
@@ -217,7 +232,7 @@ def _release(
         ),
         [shuffle_key(seed)],
     )
-    published = int(weight[chosen].sum())
+    published = int(seg_weight[chosen].sum())
     if progress is not None:
         progress("rows written", published)
     session.execute(render_sql(session, "ke_engine_members", **matches), [family, version])
@@ -227,14 +242,14 @@ def _release(
             [scope.name, attribute, attribute not in scope.before],
         )
     domain.write_cells(session, family, version, cells)
-    never = prior.cell < 0
+    never = seg_prior.cell < 0
     return Applied(
         unchanged=False,
         plan=plan,
         counts={
             "rows_published": published,
-            "held_back": int(weight[~chosen & never].sum()),
-            "suppressed": int(weight[~chosen & ~never].sum()),
+            "held_back": int(seg_weight[~chosen & never].sum()),
+            "suppressed": int(seg_weight[~chosen & ~never].sum()),
         },
         changes=changes.as_metrics(),
     )
