@@ -1,6 +1,7 @@
 """What planning lHD on units costs and saves: the planner of this checkout (identical
-records merged into weighted units, always in one class) beside the planner of an
-earlier commit (records one by one), on the same inputs, each in its own process.
+records merged into weighted units, each planned as up to ``UNIT_SINGLES`` records of
+its own and the rest together) beside the planner of an earlier commit (records one by
+one), on the same inputs, each in its own process.
 
 Inputs: ARX ``adult.csv`` (30,162 rows; 8 QI, SA occupation, l = 2..5) and Adult-like
 tables of n rows drawn from it with replacement (l = 2), all ``algorithm='scalable'``.
@@ -94,7 +95,8 @@ def main() -> None:
         "### lHD on units: what merging identical records costs and saves (pure core)\n",
         f"`bench/lhd_units.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
         f"{os.cpu_count()} cores, one run each. The planner of this checkout (identical "
-        "records planned as one weighted unit, always in one class) beside the planner of "
+        "records planned as weighted units: up to `UNIT_SINGLES` = 2 records of their own, the "
+        "rest together) beside the planner of "
         f"commit `{args.before}` (records one by one), each in its own process on the same "
         "input: ARX `adult.csv` (8 QI, SA occupation) and Adult records drawn with "
         "replacement (seed 0), `algorithm='scalable'`. Time: `plan_lhd` alone.\n",

@@ -4,13 +4,16 @@ The same three stages as the (k,e) engine path (:mod:`sqlanon.release.ke_engine`
 
 1. **Read** (SQL): the source joined with the state of the family's and the domain's
    last releases, kept in the temporary table ``_sqlanon_read`` with each row's
-   ``unit``, a hash of the values the planner tells records apart by; Python reads one
-   entry per unit (its values and its number of records, ``lhd_engine_units.sql``).
+   ``unit``, a hash of the values the planner tells records apart by, and ``seg``, its
+   rank in its unit by key capped at ``UNIT_SINGLES``; Python reads one entry per unit
+   (its values and its number of records, ``lhd_engine_units.sql``).
 2. **Plan** (pure): :func:`sqlanon.models.lhd.plan_lhd` on the units, each weighted by
-   its records. Identical records share a class (the planner's units), so the plan is
-   a small table: per unit its class, its cell after this release and its labels.
-3. **Apply** (SQL): the plan joined to the rows on ``unit`` writes the release table
-   (rows in a keyed pseudo-random order), the members' state, the kept values.
+   its records; it places the first ``UNIT_SINGLES`` records of a unit one by one and
+   the rest together, so the plan is a small table: per (unit, seg) its class, its cell
+   after this release and its labels.
+3. **Apply** (SQL): the plan joined to the rows on (``unit``, ``seg``) writes the
+   release table (rows in a keyed pseudo-random order), the members' state, the kept
+   values.
 
 The planner gets the units the row path (:func:`sqlanon.release.lhd.release_lhd`
 reading rows in key order) would make, in the same order, so both publish the same
