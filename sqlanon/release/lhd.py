@@ -46,7 +46,6 @@ from sqlanon.release.source import (
     resolve_source,
 )
 from sqlanon.release.state import (
-    DomainScope,
     grant_readers,
     left_out_counts,
     load_members,
@@ -394,21 +393,16 @@ def release_lhd(
         def hierarchies(rows: dict[str, np.ndarray]) -> dict[str, Hierarchy]:
             return _hierarchies(session, src, quasi, rows)
 
-        applied = lhd_engine.release(
-            session, src=src, family=family, key=key, quasi=quasi, sensitive=sensitive,
+        job = lhd_engine.Job(
+            src=src, family=family, key=key, quasi=quasi, sensitive=sensitive,
             checked=checked, l=int(l), algorithm=algorithm,
             max_suppression=float(max_suppression), seed=seed, scope=scope, last=last,
             table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
-            null_check=_refuse_nulls, progress=progress,
+            progress=progress,
         )  # fmt: skip
+        applied = lhd_engine.release(session, job, _refuse_nulls)
         if applied is None:
-            applied = _release_rows(
-                session, src=src, family=family, key=key, quasi=quasi, sensitive=sensitive,
-                checked=checked, l=int(l), algorithm=algorithm,
-                max_suppression=float(max_suppression), seed=seed, scope=scope, last=last,
-                table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
-                progress=progress,
-            )  # fmt: skip
+            applied = _release_rows(session, job)
         if applied.unchanged:
             assert last is not None
             return {**summary_of(last), "unchanged": True}
@@ -448,29 +442,12 @@ def _refuse_nulls(column: str, count: int, keys: Sequence[Any]) -> None:
     )
 
 
-def _release_rows(
-    session: Session,
-    *,
-    src: Source,
-    family: str,
-    key: str,
-    quasi: Sequence[str],
-    sensitive: Sequence[str],
-    checked: Sequence[str],
-    l: int,  # noqa: E741
-    algorithm: str,
-    max_suppression: float,
-    seed: int | None,
-    scope: DomainScope,
-    last: catalog.Release | None,
-    table: str,
-    version: int,
-    read_sql: str,
-    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]],
-    progress: Callable[[str, int], None] | None,
-) -> lhd_engine.Applied:
+def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
     """The row path: every row read into Python (ghosts, chains, changed values, Spark),
     planned and written back; the caller records the catalog row."""
+    src, family, key, scope, last = job.src, job.family, job.key, job.scope, job.last
+    quasi, sensitive, checked, l = job.quasi, job.sensitive, job.checked, job.l  # noqa: E741
+    read_sql, progress, table, version = job.read_sql, job.progress, job.table, job.version
     q = session.quote_ident
     rows = session.query_arrays(
         sqltext.load(session.dialect, "lhd_read_rows")
@@ -497,7 +474,7 @@ def _release_rows(
         keys = np.concatenate([keys.astype(object), ghosts.ids])
         at = _ghost_stand_ins(prior.cell, live_rows)
         data = {c: np.concatenate([rows[c], rows[c][at]]) for c in quasi}
-    found = hierarchies(rows)
+    found = job.hierarchies(rows)
     attribute_values = {
         a: np.concatenate([np.asarray(rows[a], dtype=object), ghosts.values[a]])
         if ghosts.count
@@ -514,8 +491,8 @@ def _release_rows(
             found,
             int(l),
             prior.select(idx),
-            algorithm,
-            float(max_suppression),
+            job.algorithm,
+            float(job.max_suppression),
             checked={a: attribute_values[a][idx] for a in checked},
         )
         group = np.full(keys.size, -1, dtype=np.int64)
@@ -542,7 +519,7 @@ def _release_rows(
             "record_key": keys[chosen],
             "class_id": class_id[chosen],
             "class_ghosts": class_ghosts[class_id[chosen]],
-            "ord": random_order(int(chosen.sum()), seed),
+            "ord": random_order(int(chosen.sum()), job.seed),
             **{c: labels[c][chosen] for c in quasi},
         },
         {

@@ -56,43 +56,45 @@ class Applied:
     chain_held: int = 0  # records the chain rule left out (the row path)
 
 
+@dataclass(frozen=True)
+class Job:
+    """One lHD release after :func:`sqlanon.release.lhd.release_lhd`'s checks: what
+    either path needs. ``checked``: the attributes earlier releases of the domain
+    constrain that this one does not publish; ``read_sql``: the source read
+    (``lhd_read_source.sql``, rendered); ``hierarchies`` builds the QI hierarchies from
+    the values read."""
+
+    src: Source
+    family: str
+    key: str
+    quasi: list[str]
+    sensitive: list[str]
+    checked: list[str]
+    l: int  # noqa: E741
+    algorithm: str
+    max_suppression: float
+    seed: int | None
+    scope: DomainScope
+    last: catalog.Release | None
+    table: str
+    version: int
+    read_sql: str
+    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]]
+    progress: Callable[[str, int], None] | None
+
+
 def release(
-    session: Session,
-    *,
-    src: Source,
-    family: str,
-    key: str,
-    quasi: Sequence[str],
-    sensitive: Sequence[str],
-    checked: Sequence[str],
-    l: int,  # noqa: E741
-    algorithm: str,
-    max_suppression: float,
-    seed: int | None,
-    scope: DomainScope,
-    last: catalog.Release | None,
-    table: str,
-    version: int,
-    read_sql: str,
-    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]],
-    null_check: Callable[[str, int, Sequence[Any]], None],
-    progress: Callable[[str, int], None] | None,
+    session: Session, job: Job, null_check: Callable[[str, int, Sequence[Any]], None]
 ) -> Applied | None:
-    """Write version ``version`` of ``family`` on the engine path inside the caller's
-    transaction, after its checks; the caller records the catalog row. ``read_sql`` is
-    the row path's read (``lhd_read_source.sql``, rendered); ``hierarchies`` builds the
-    QI hierarchies from the distinct values; ``null_check(column, count, keys)`` refuses
-    NULL quasi-identifiers as the row path does. None, having written nothing, when this
+    """Write ``job`` on the engine path inside the caller's transaction; the caller
+    records the catalog row. ``null_check(column, count, keys)`` refuses NULL
+    quasi-identifiers as the row path does. None, having written nothing, when this
     release needs the row path."""
     if session.dialect not in ("duckdb", "postgres"):
         return None
     _drop_temp(session)
     try:
-        return _release(
-            session, src, family, key, quasi, sensitive, checked, l, algorithm,
-            max_suppression, seed, scope, last, table, version, read_sql, hierarchies,
-            null_check, progress,
-        )  # fmt: skip
+        return _release(session, job, null_check)
     finally:
         _drop_temp(session)
 
@@ -103,32 +105,16 @@ def _drop_temp(session: Session) -> None:
 
 
 def _release(
-    session: Session,
-    src: Source,
-    family: str,
-    key: str,
-    quasi: Sequence[str],
-    sensitive: Sequence[str],
-    checked: Sequence[str],
-    l: int,  # noqa: E741
-    algorithm: str,
-    max_suppression: float,
-    seed: int | None,
-    scope: DomainScope,
-    last: catalog.Release | None,
-    table: str,
-    version: int,
-    read_sql: str,
-    hierarchies: Callable[[dict[str, np.ndarray]], dict[str, Hierarchy]],
-    null_check: Callable[[str, int, Sequence[Any]], None],
-    progress: Callable[[str, int], None] | None,
+    session: Session, job: Job, null_check: Callable[[str, int, Sequence[Any]], None]
 ) -> Applied | None:
+    src, family, key, scope, last = job.src, job.family, job.key, job.scope, job.last
+    quasi, sensitive, l, progress = job.quasi, job.sensitive, job.l, job.progress  # noqa: E741
     q = session.quote_ident
-    columns = list(dict.fromkeys([*quasi, *sensitive, *checked]))
-    checked = [a for a in checked if a not in sensitive]
+    columns = list(dict.fromkeys([*quasi, *sensitive, *job.checked]))
+    checked = [a for a in job.checked if a not in sensitive]
     hashed = ", ".join(f"{q('r')}.{q(c)}" for c in ["domain_cell", *columns])
     session.execute(
-        render_sql(session, "lhd_engine_read", entry=hashed) + read_sql + "\n) AS r\n) AS u",
+        render_sql(session, "lhd_engine_read", entry=hashed) + job.read_sql + "\n) AS r\n) AS u",
         [*scope.read_parameters(family, last), UNIT_SINGLES],
     )
     stats = session.query_dicts(sqltext.load(session.dialect, "lhd_engine_stats"))[0]
@@ -162,7 +148,7 @@ def _release(
         units["domain_cell"] = np.full(weight.size, -1, dtype=np.int64)
     prior = domain.read_cells(session, scope.last, units["domain_cell"].astype(np.int64))
     values = {a: units[a] for a in [*sensitive, *checked]}
-    found = hierarchies(units)
+    found = job.hierarchies(units)
 
     plan = plan_lhd(
         {c: units[c] for c in quasi},
@@ -170,8 +156,8 @@ def _release(
         found,
         int(l),
         prior,
-        algorithm,
-        float(max_suppression),
+        job.algorithm,
+        float(job.max_suppression),
         checked={a: values[a] for a in checked},
         weight=weight,
     )
@@ -226,25 +212,25 @@ def _release(
         render_sql(
             session,
             "lhd_engine_release",
-            release=q(table),
+            release=q(job.table),
             labels=", ".join(
                 f"{q('p')}.{q(x)} AS {q(c)}" for x, c in zip(labels, quasi, strict=True)
             ),
             sensitive=", ".join(f"{q('r')}.{q(s)}" for s in sensitive),
             **matches,
         ),
-        [shuffle_key(seed)],
+        [shuffle_key(job.seed)],
     )
     published = int(seg_weight[chosen].sum())
     if progress is not None:
         progress("rows written", published)
-    session.execute(render_sql(session, "ke_engine_members", **matches), [family, version])
+    session.execute(render_sql(session, "ke_engine_members", **matches), [family, job.version])
     for attribute in scope.attributes:
         session.execute(
             render_sql(session, "ke_engine_keep", column=q(attribute), **matches),
             [scope.name, attribute, attribute not in scope.before],
         )
-    domain.write_cells(session, family, version, cells)
+    domain.write_cells(session, family, job.version, cells)
     never = seg_prior.cell < 0
     return Applied(
         unchanged=False,
