@@ -81,6 +81,24 @@ def match(left: str, right: str, columns: list[str], *, null_safe: bool = False)
     return Match(" AND ".join(f"{left}.{c}{equal}{right}.{c}" for c in columns))
 
 
+#: Text compared byte by byte, whatever collation the column or session sets.
+_BINARY = {"duckdb": "COLLATE C", "postgres": 'COLLATE "C"'}
+_TEXT = re.compile(r"char|text|string", re.IGNORECASE)
+
+
+def binary(columns: list[tuple[str, str]], dialect: str) -> Match:
+    """A list of quoted column references (``"r"."c"``) with each text column (by its
+    SQL type) compared byte by byte: values a case-insensitive collation calls equal
+    stay apart. DuckDB and PostgreSQL."""
+    parts = []
+    for ref, type_name in columns:
+        if not _QUOTED.match(ref) or " AS " in ref:
+            raise ValueError(f"binary: {ref!r} is not one quoted column reference")
+        text = _TEXT.search(type_name) is not None
+        parts.append(f"{ref} {_BINARY[dialect]}" if text else ref)
+    return Match(", ".join(parts))
+
+
 def render(template: str, **quoted: str) -> str:
     """Fill ``{field}`` slots with already-quoted identifiers (or lists of them).
 

@@ -24,6 +24,7 @@ policy, and domains with ghosts, chains, deleted records or changed sensitive va
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Sequence
@@ -118,14 +119,20 @@ def release_ke(
         return None
     restore = _tune_postgres(session)
     try:
-        return _release(
+        applied = _release(
             session, src, family, key, sensitive, quasi, k, e, policy, seed, scope, last,
             version, table, progress,
         )  # fmt: skip
-    finally:
-        _drop_temp(session)
-        for name, value in restore:
-            session.execute("SELECT set_config($1, $2, true)", [name, value])
+    except BaseException:
+        # The caller rolls back (temporary tables and settings with it); a cleanup in a
+        # transaction the error aborted would fail and hide the error itself.
+        with contextlib.suppress(Exception):
+            _drop_temp(session)
+        raise
+    _drop_temp(session)
+    for name, value in restore:
+        session.execute("SELECT set_config($1, $2, true)", [name, value])
+    return applied
 
 
 #: PostgreSQL settings for the statements of one release, only until it ends: memory

@@ -24,6 +24,7 @@ ghosts, deleted records, chains or changed constrained values.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,9 +95,15 @@ def release(
         return None
     _drop_temp(session)
     try:
-        return _release(session, job, null_check)
-    finally:
-        _drop_temp(session)
+        applied = _release(session, job, null_check)
+    except BaseException:
+        # The caller rolls back (temporary tables with it); a cleanup in a transaction
+        # the error aborted would fail and hide the error itself.
+        with contextlib.suppress(Exception):
+            _drop_temp(session)
+        raise
+    _drop_temp(session)
+    return applied
 
 
 def _drop_temp(session: Session) -> None:
@@ -112,7 +119,13 @@ def _release(
     q = session.quote_ident
     columns = list(dict.fromkeys([*quasi, *sensitive, *job.checked]))
     checked = [a for a in job.checked if a not in sensitive]
-    hashed = ", ".join(f"{q('r')}.{q(c)}" for c in ["domain_cell", *columns])
+    # the unit tells apart what the planner tells apart: text byte by byte, whatever
+    # collation the column has (a case-insensitive one would merge 'a' and 'A')
+    hashed = sqltext.binary(
+        [(f"{q('r')}.{q('domain_cell')}", "BIGINT")]
+        + [(f"{q('r')}.{q(c)}", src.columns[c]) for c in columns],
+        session.dialect,
+    )
     session.execute(
         render_sql(session, "lhd_engine_read", entry=hashed) + job.read_sql + "\n) AS r\n) AS u",
         [*scope.read_parameters(family, last), UNIT_SINGLES],
