@@ -6,7 +6,8 @@ the row path is forced by turning the engine path off. Every version must be the
 release: summary counts and metrics, each record's state (status, class, cell), the
 release table as a multiset of rows, the kept values. Tables with few distinct values
 make many identical records (one unit each in the planner). The engine path must have
-been taken; its row order is drawn per release.
+been taken; its row order is drawn per release. Deletions make ghosts on the engine path
+too (their stand-in QI are drawn at random, so that test checks the release itself).
 """
 
 from __future__ import annotations
@@ -181,3 +182,43 @@ def test_rows_come_in_a_keyed_random_order(tmp_path: Path) -> None:
         assert sorted(orders[-1]) == keyed
         con.close()
     assert orders[0] != orders[1]
+
+
+def test_deletions_make_ghosts_on_the_engine_path(tmp_path: Path) -> None:
+    """Deleted records a release published stay as ghosts (MODELS.md, "Changing
+    tables"): the engine path plans them with the live units, shows them among the rows
+    of their classes (class_ghosts counts them), keeps every class l-diverse, and a run
+    with nothing new publishes nothing."""
+    taken = []
+    real = lhd_engine.release
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    con = create(tmp_path / "ghosts.duckdb")
+    append(con, [(i % 20, i % 30, i % 6, DISEASES[i % 4], 1000) for i in range(300)], 0)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(lhd_engine, "release", spy)
+        args = {"key": "id", "quasi": ["age", "zip"], "sensitive": ["disease"], "l": 2}
+        sqlanon.release_lhd(con, "people", "a", **args)
+        con.execute("DELETE FROM people WHERE id % 9 = 0")
+        second = sqlanon.release_lhd(con, "people", "a", **args)
+        again = sqlanon.release_lhd(con, "people", "a", **args)
+    assert taken == [True, True, True]
+    assert second["deleted"] == 34 and second["ghosts"] == 34
+    assert second["rows_published"] == 266 and again["unchanged"]
+    rows, ghosts, short = con.execute(
+        "SELECT count(*), (SELECT count(*) FROM sqlanon.members WHERE version = 2 AND ghost "
+        "AND status = 'published'), (SELECT count(*) FROM (SELECT class_id FROM a_v2 "
+        "GROUP BY class_id HAVING count(DISTINCT disease) < 2)) FROM a_v2"
+    ).fetchone()
+    assert (rows, ghosts, short) == (300, 34, 0)
+    by_class = con.execute(
+        "SELECT a.class_ghosts, count(m.record_key) FROM (SELECT DISTINCT class_id, "
+        "class_ghosts FROM a_v2) AS a LEFT JOIN sqlanon.members AS m ON m.version = 2 "
+        "AND m.ghost AND m.group_id = a.class_id GROUP BY a.class_id, a.class_ghosts"
+    ).fetchall()
+    assert all(shown == actual for shown, actual in by_class)
+    assert [r["exposed"] for r in sqlanon.audit(con, "a")] == [0, 0]

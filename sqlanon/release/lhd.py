@@ -443,8 +443,8 @@ def _refuse_nulls(column: str, count: int, keys: Sequence[Any]) -> None:
 
 
 def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
-    """The row path: every row read into Python (ghosts, chains, changed values, Spark),
-    planned and written back; the caller records the catalog row."""
+    """The row path: every row read into Python (chains, changed values, Spark), planned
+    and written back; the caller records the catalog row."""
     src, family, key, scope, last = job.src, job.family, job.key, job.scope, job.last
     quasi, sensitive, checked, l = job.quasi, job.sensitive, job.checked, job.l  # noqa: E741
     read_sql, progress, table, version = job.read_sql, job.progress, job.table, job.version

@@ -19,12 +19,15 @@ The planner gets the units the row path (:func:`sqlanon.release.lhd.release_lhd`
 reading rows in key order) would make, in the same order, so both publish the same
 classes (``tests/test_lhd_engine.py``). Releases this path does not cover go the row
 path (:func:`release` returns None before it writes anything): Spark, and domains with
-ghosts, deleted records, chains or changed constrained values.
+chains or changed constrained values. Deleted records are ghosts here too: read (their
+kept values; few) and planned beside the units, each with the QI of a random live
+record of its cell, and shown among the rows of their class.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +44,7 @@ from sqlanon.release.source import Source, render_sql
 from sqlanon.release.state import DomainScope, refuse_unsafe
 
 #: Temporary tables of one engine release, dropped when it ends either way.
-_TEMP = ("_sqlanon_read", "_sqlanon_plan", "_sqlanon_ghost_values")
+_TEMP = ("_sqlanon_read", "_sqlanon_plan", "_sqlanon_ghost_values", "_sqlanon_ghost_members")
 
 
 @dataclass(frozen=True)
@@ -133,12 +136,8 @@ def _release(
     stats = session.query_dicts(sqltext.load(session.dialect, "lhd_engine_stats"))[0]
     if progress is not None:
         progress("rows read", int(stats["n"]))
-    if scope.last is not None and (
-        stats["value_changed"] or _gone(session, scope, src, key) or _linked(session, scope)
-    ):
-        return None
-    if live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes).count:
-        return None
+    if scope.last is not None and (stats["value_changed"] or _linked(session, scope)):
+        return None  # changed constrained values, chains: the row path
     units = session.query_arrays(
         render_sql(session, "lhd_engine_units", columns=", ".join(q(c) for c in columns))
     )
@@ -157,14 +156,25 @@ def _release(
         known=n - inserted, quasi_changed=int(stats["quasi_changed"]) if last else 0,
         celled=int(stats["celled"]),
     )  # fmt: skip
+    ghosts = live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes)
     if scope.last is None:
         units["domain_cell"] = np.full(weight.size, -1, dtype=np.int64)
-    prior = domain.read_cells(session, scope.last, units["domain_cell"].astype(np.int64))
-    values = {a: units[a] for a in [*sensitive, *checked]}
+    # The planner's entries: the units, then one per ghost (a deleted record the domain
+    # keeps: its kept values, and the QI of a live unit of its cell to plan with).
+    live_units = weight.size
+    raw_cell = np.concatenate([units["domain_cell"].astype(np.int64), ghosts.cell])
+    prior = domain.read_cells(session, scope.last, raw_cell)
+    at = np.concatenate([np.arange(live_units), _stand_ins(prior.cell, weight, ghosts.count)])
+    weight = np.concatenate([weight, np.ones(ghosts.count, dtype=np.int64)])
+    values = {
+        a: np.concatenate([np.asarray(units[a], dtype=object), ghosts.values[a]])
+        if ghosts.count
+        else units[a]
+        for a in [*sensitive, *checked]
+    }
     found = job.hierarchies(units)
-
     plan = plan_lhd(
-        {c: units[c] for c in quasi},
+        {c: units[c][at] for c in quasi},
         {s: values[s] for s in sensitive},
         found,
         int(l),
@@ -174,7 +184,7 @@ def _release(
         checked={a: values[a] for a in checked},
         weight=weight,
     )
-    # One row per (unit, rank segment): the record of rank j < UNIT_SINGLES in its unit
+    # One row per (entry, rank segment): the record of rank j < UNIT_SINGLES in its unit
     # (key order), or all from UNIT_SINGLES on; the planner says the class of each.
     assert plan.rank_class is not None
     segments = np.arange(UNIT_SINGLES + 1)
@@ -191,32 +201,62 @@ def _release(
     cells = seg_prior.then(class_id, Requirement.lhd(list(sensitive), int(l)))
     refuse_unsafe(seg_prior, cells, seg_values)
     chosen = class_id >= 0
+    is_ghost = entry >= live_units
+    class_ghosts = np.append(np.bincount(class_id[chosen & is_ghost], minlength=plan.n_classes), 0)[
+        class_id
+    ]
     labels = {
         f"label_{j}": np.array([*(lab[j] for lab in plan.class_labels), None], dtype=object)[
             class_id
         ]
         for j in range(len(quasi))
     }
+    label_types = dict.fromkeys(labels, "VARCHAR")
+    on_live, on_ghost = ~is_ghost, is_ghost
     session.load_temp(
         "_sqlanon_plan",
         {
-            "unit": units["unit"][entry],
-            "seg": seg,
-            "group_id": class_id,
-            "cell_id": cells.cell,
-            **labels,
+            "unit": units["unit"][entry[on_live]],
+            "seg": seg[on_live],
+            "group_id": class_id[on_live],
+            "cell_id": cells.cell[on_live],
+            "class_ghosts": class_ghosts[on_live],
+            **{x: v[on_live] for x, v in labels.items()},
         },
         {
             "unit": "UBIGINT" if session.dialect == "duckdb" else "BIGINT",
             "seg": "BIGINT",
             "group_id": "INTEGER",
             "cell_id": "BIGINT",
-            **dict.fromkeys(labels, "VARCHAR"),
+            "class_ghosts": "INTEGER",
+            **label_types,
         },
     )
+    if ghosts.count:
+        ghost = entry[on_ghost] - live_units
+        session.load_temp(
+            "_sqlanon_ghost_members",
+            {
+                "record_key": ghosts.ids[ghost],
+                "group_id": class_id[on_ghost],
+                "cell_id": cells.cell[on_ghost],
+                "class_ghosts": class_ghosts[on_ghost],
+                **{x: v[on_ghost] for x, v in labels.items()},
+            },
+            {
+                "record_key": "VARCHAR",
+                "group_id": "INTEGER",
+                "cell_id": "BIGINT",
+                "class_ghosts": "INTEGER",
+                **label_types,
+            },
+        )
     matches = {"plan_match": sqltext.match(q("p"), q("r"), [q("unit"), q("seg")])}
-    if last is not None and not changes.any and not changes.ghosts_before:
+    if last is not None and not changes.any and ghosts.count == changes.ghosts_before:
         newly = session.query(render_sql(session, "ke_engine_newly_published", **matches))[0][0]
+        newly += int(
+            (chosen[on_ghost] & ~ghosts.published_before[entry[on_ghost] - live_units]).sum()
+        )
         if not newly:
             return Applied(unchanged=True)
     if progress is not None:
@@ -224,20 +264,27 @@ def _release(
     session.execute(
         render_sql(
             session,
-            "lhd_engine_release",
+            "lhd_engine_release_ghosts" if ghosts.count else "lhd_engine_release",
             release=q(job.table),
             labels=", ".join(
                 f"{q('p')}.{q(x)} AS {q(c)}" for x, c in zip(labels, quasi, strict=True)
             ),
             sensitive=", ".join(f"{q('r')}.{q(s)}" for s in sensitive),
+            ghost_labels=", ".join(
+                f"{q('m')}.{q(x)} AS {q(c)}" for x, c in zip(labels, quasi, strict=True)
+            ),
+            ghost_sensitive=", ".join(f"{q('g')}.{q(s)}" for s in sensitive),
+            shown=", ".join(f"{q('x')}.{q(c)}" for c in [*quasi, *sensitive]),
             **matches,
         ),
         [shuffle_key(job.seed)],
     )
-    published = int(seg_weight[chosen].sum())
+    published = int(seg_weight[chosen & on_live].sum())
     if progress is not None:
         progress("rows written", published)
     session.execute(render_sql(session, "ke_engine_members", **matches), [family, job.version])
+    if ghosts.count:
+        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, job.version])
     for attribute in scope.attributes:
         session.execute(
             render_sql(session, "ke_engine_keep", column=q(attribute), **matches),
@@ -254,21 +301,35 @@ def _release(
             "suppressed": int(seg_weight[~chosen & ~never].sum()),
         },
         changes=changes.as_metrics(),
+        ghosts=int(chosen[on_ghost].sum()),
     )
 
 
-def _gone(session: Session, scope: DomainScope, src: Source, key: str) -> bool:
-    """Whether a record of the domain's latest release is gone from the source (the row
-    path turns it into a ghost or drops it)."""
-    assert scope.last is not None
-    q = session.quote_ident
-    gone = session.query(
-        sqltext.load(session.dialect, "live_gone_count")
-        + render_sql(session, "live_gone", source=src.qualified(session), key=q(key))
-        + "\n) AS g",
-        [scope.last.family, scope.last.version],
-    )
-    return bool(gone[0][0])
+def _stand_ins(cell: np.ndarray, weight: np.ndarray, ghosts: int) -> np.ndarray:
+    """For each ghost (entries ``weight.size`` and after of ``cell``), the live unit whose
+    quasi-identifiers it plans with: a random live record's unit of its cell, else one
+    random live record's unit for every ghost of that cell (as the row path picks a
+    random live record). A ghost has no QI of its own; the release shows it with its
+    class's labels only."""
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    units = weight.size
+    live_cell, ghost_cell = cell[:units], cell[units : units + ghosts]
+    order = np.lexsort((np.arange(units), live_cell))
+    ordered, cum = live_cell[order], np.cumsum(weight[order])
+    start = np.searchsorted(ordered, ghost_cell, "left")
+    stop = np.searchsorted(ordered, ghost_cell, "right")
+    before = np.where(start > 0, cum[np.maximum(start - 1, 0)], 0)
+    span = np.where(stop > start, cum[np.maximum(stop - 1, 0)] - before, 0)
+    pick = before + np.floor(rng.random(ghosts) * np.maximum(span, 1)).astype(np.int64)
+    at = order[np.minimum(np.searchsorted(cum, pick, "right"), units - 1)]
+    orphan = span == 0
+    if orphan.any():
+        ids, inverse = np.unique(ghost_cell[orphan], return_inverse=True)
+        anyone = np.searchsorted(
+            np.cumsum(weight), rng.integers(0, weight.sum(), ids.size), "right"
+        )
+        at[orphan] = anyone[inverse.reshape(-1)]
+    return np.asarray(at, dtype=np.int64)
 
 
 def _linked(session: Session, scope: DomainScope) -> bool:
