@@ -134,8 +134,6 @@ def _release(
         [*scope.read_parameters(family, last), UNIT_SINGLES],
     )
     stats = session.query_dicts(sqltext.load(session.dialect, "lhd_engine_stats"))[0]
-    if progress is not None:
-        progress("rows read", int(stats["n"]))
     if scope.last is not None and (stats["value_changed"] or _linked(session, scope)):
         return None  # changed constrained values, chains: the row path
     units = session.query_arrays(
@@ -143,6 +141,8 @@ def _release(
     )
     if np.unique(units["unit"]).size != units["unit"].size:
         return None  # two distinct units share a 64-bit hash: the row path tells them apart
+    if progress is not None:
+        progress("rows read", int(stats["n"]))
     weight = units["records"].astype(np.int64)
     for column in quasi:
         missing = np.array([v is None or v != v for v in units[column].tolist()], dtype=bool)
