@@ -133,28 +133,20 @@ def measure(
               f"release {release['seconds']:.2f}s row path "
               f"{rows['seconds'] if rows else float('nan'):.2f}s", flush=True)  # fmt: skip
     med = statistics.median
-    if not row_path:
-        return {
-            "n": n,
-            "algorithm": algorithm,
-            "sort": med(s["seconds"] for s, _, _ in runs),
-            "release": med(r["seconds"] for _, r, _ in runs),
-            "ratio": med(r["seconds"] / s["seconds"] for s, r, _ in runs),
-            "rss_mib": med(r["vm_hwm_kib"] for _, r, _ in runs) / 1024,
-            "summary": runs[-1][1]["summary"],
-        }
-    return {
+    out = {
         "n": n,
         "algorithm": algorithm,
         "sort": med(s["seconds"] for s, _, _ in runs),
         "release": med(r["seconds"] for _, r, _ in runs),
         "ratio": med(r["seconds"] / s["seconds"] for s, r, _ in runs),
         "rss_mib": med(r["vm_hwm_kib"] for _, r, _ in runs) / 1024,
-        "rows": med(w["seconds"] for _, _, w in runs),
-        "rows_rss_mib": med(w["vm_hwm_kib"] for _, _, w in runs) / 1024,
         "summary": runs[-1][1]["summary"],
-        "rows_summary": runs[-1][2]["summary"],
     }
+    if row_path:
+        out["rows"] = med(w["seconds"] for _, _, w in runs if w)
+        out["rows_rss_mib"] = med(w["vm_hwm_kib"] for _, _, w in runs if w) / 1024
+        out["rows_summary"] = runs[-1][2]["summary"] if runs[-1][2] else None
+    return out
 
 
 def table(results: list[dict[str, Any]], reps: int) -> str:

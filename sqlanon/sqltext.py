@@ -99,6 +99,18 @@ def binary(columns: list[tuple[str, str]], dialect: str) -> Match:
     return Match(", ".join(parts))
 
 
+_KEYED = {"duckdb": "sha256($1 || {})", "postgres": "sha256(convert_to($1 || {}, 'UTF8'))"}
+
+
+def keyed_order(ref: str, dialect: str) -> Match:
+    """SHA-256 of a release's secret (parameter ``$1``) and the text column ``ref``
+    (``"x"."k"``): the keyed pseudo-random order of its rows (why it is sound:
+    ``release.ke_engine.shuffle_key``). DuckDB and PostgreSQL."""
+    if not _QUOTED.match(ref) or " AS " in ref:
+        raise ValueError(f"keyed_order: {ref!r} is not one quoted column reference")
+    return Match(_KEYED[dialect].format(ref))
+
+
 def render(template: str, **quoted: str) -> str:
     """Fill ``{field}`` slots with already-quoted identifiers (or lists of them).
 

@@ -218,7 +218,7 @@ def _release(
             f"values (keys {', '.join(str(r[0]) for r in shown)}); fix or filter them"
         )
     others = [a for a in scope.attributes if a != sensitive]
-    if (stats["value_changed"] or _linked(session, scope)) and set(others) & set(quasi):
+    if (stats["value_changed"] or scope.linked(session)) and set(others) & set(quasi):
         # A quasi-identifier that another release of the domain constrains, with chains:
         # the ghost rows would need it both NULL and kept. The row path handles it.
         return None
@@ -237,7 +237,7 @@ def _release(
     )  # fmt: skip
     if changed_keys:  # the new incarnation of a changed record starts afresh
         session.execute(sqltext.load(session.dialect, "ke_engine_changed_afresh"))
-    linked = _linked(session, scope)
+    linked = scope.linked(session)
     # With chains, the chain rule reads every attribute's values and each incarnation:
     # records are interchangeable only with the same values of every constrained
     # attribute, and an incarnation is an entry of its own (chain_key: its id).
@@ -367,14 +367,6 @@ def _release(
         ghosts=ghost_rows,
         chain_held=chain_held,
     )
-
-
-def _linked(session: Session, scope: DomainScope) -> set[str]:
-    """Every incarnation (key or ghost id) of a chain of the domain (changed values)."""
-    if scope.last is None:
-        return set()
-    links = session.query(sqltext.load(session.dialect, "live_links"), [scope.name])
-    return {str(x) for link in links for x in link}
 
 
 def _read_ghosts(

@@ -210,27 +210,6 @@ def _hierarchies(
     return found
 
 
-def _ghost_stand_ins(cell: np.ndarray, live_rows: int) -> np.ndarray:
-    """For each ghost (records ``live_rows`` and after), a live record whose quasi-
-    identifiers it stands in with for planning: a random live member of its cell, else
-    one random live record for every ghost of that cell. A ghost has no QI of its own;
-    the release shows it with its class's labels only."""
-    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
-    live_cell = cell[:live_rows]
-    order = np.argsort(live_cell, kind="stable")
-    ordered = live_cell[order]
-    ghost_cell = cell[live_rows:]
-    start = np.searchsorted(ordered, ghost_cell, "left")
-    count = np.searchsorted(ordered, ghost_cell, "right") - start
-    pick = start + np.floor(rng.random(ghost_cell.size) * np.maximum(count, 1)).astype(np.int64)
-    at = np.where(count > 0, order[np.minimum(pick, live_rows - 1)], -1)
-    orphan = count == 0
-    if orphan.any():
-        ids, inverse = np.unique(ghost_cell[orphan], return_inverse=True)
-        at[orphan] = rng.integers(0, live_rows, ids.size)[inverse.reshape(-1)]
-    return at
-
-
 def earlier_release(
     session: Session, release: catalog.Release, shared: Sequence[str], keys: np.ndarray
 ) -> EarlierRelease:
@@ -472,7 +451,7 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
     data = {c: rows[c] for c in quasi}
     if ghosts.count:
         keys = np.concatenate([keys.astype(object), ghosts.ids])
-        at = _ghost_stand_ins(prior.cell, live_rows)
+        at = lhd_engine.stand_ins(prior.cell, np.ones(live_rows, np.int64), ghosts.count)
         data = {c: np.concatenate([rows[c], rows[c][at]]) for c in quasi}
     found = job.hierarchies(rows)
     attribute_values = {

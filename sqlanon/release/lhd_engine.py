@@ -134,7 +134,7 @@ def _release(
         [*scope.read_parameters(family, last), UNIT_SINGLES],
     )
     stats = session.query_dicts(sqltext.load(session.dialect, "lhd_engine_stats"))[0]
-    if scope.last is not None and (stats["value_changed"] or _linked(session, scope)):
+    if scope.last is not None and (stats["value_changed"] or scope.linked(session)):
         return None  # changed constrained values, chains: the row path
     units = session.query_arrays(
         render_sql(session, "lhd_engine_units", columns=", ".join(q(c) for c in columns))
@@ -164,7 +164,7 @@ def _release(
     live_units = weight.size
     raw_cell = np.concatenate([units["domain_cell"].astype(np.int64), ghosts.cell])
     prior = domain.read_cells(session, scope.last, raw_cell)
-    at = np.concatenate([np.arange(live_units), _stand_ins(prior.cell, weight, ghosts.count)])
+    at = np.concatenate([np.arange(live_units), stand_ins(prior.cell, weight, ghosts.count)])
     weight = np.concatenate([weight, np.ones(ghosts.count, dtype=np.int64)])
     values = {
         a: np.concatenate([np.asarray(units[a], dtype=object), ghosts.values[a]])
@@ -275,6 +275,10 @@ def _release(
             ),
             ghost_sensitive=", ".join(f"{q('g')}.{q(s)}" for s in sensitive),
             shown=", ".join(f"{q('x')}.{q(c)}" for c in [*quasi, *sensitive]),
+            order=sqltext.keyed_order(
+                f"{q('x')}.{q('k')}" if ghosts.count else f"{q('r')}.{q('record_key')}",
+                session.dialect,
+            ),
             **matches,
         ),
         [shuffle_key(job.seed)],
@@ -305,12 +309,12 @@ def _release(
     )
 
 
-def _stand_ins(cell: np.ndarray, weight: np.ndarray, ghosts: int) -> np.ndarray:
-    """For each ghost (entries ``weight.size`` and after of ``cell``), the live unit whose
-    quasi-identifiers it plans with: a random live record's unit of its cell, else one
-    random live record's unit for every ghost of that cell (as the row path picks a
-    random live record). A ghost has no QI of its own; the release shows it with its
-    class's labels only."""
+def stand_ins(cell: np.ndarray, weight: np.ndarray, ghosts: int) -> np.ndarray:
+    """For each ghost (entries ``weight.size`` and after of ``cell``), the live entry
+    whose quasi-identifiers it plans with: the entry of a random live record of its cell
+    (entry i holds ``weight[i]`` records: a unit, or one row on the row path), else of one
+    random live record for every ghost of that cell. A ghost has no QI of its own; the
+    release shows it with its class's labels only."""
     rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
     units = weight.size
     live_cell, ghost_cell = cell[:units], cell[units : units + ghosts]
@@ -330,8 +334,3 @@ def _stand_ins(cell: np.ndarray, weight: np.ndarray, ghosts: int) -> np.ndarray:
         )
         at[orphan] = anyone[inverse.reshape(-1)]
     return np.asarray(at, dtype=np.int64)
-
-
-def _linked(session: Session, scope: DomainScope) -> bool:
-    """Whether the domain has chains of changed records (the row path's work)."""
-    return bool(session.query(sqltext.load(session.dialect, "live_links"), [scope.name]))

@@ -40,6 +40,13 @@ class DomainScope:
     before: list[str]
     attributes: list[str]
 
+    def linked(self, session: Session) -> set[str]:
+        """Every incarnation (key or ghost id) of a chain of the domain (changed values)."""
+        if self.last is None:
+            return set()
+        links = session.query(sqltext.load(session.dialect, "live_links"), [self.name])
+        return {str(x) for link in links for x in link}
+
     def hashes(self, session: Session, key: str) -> dict[str, str]:
         """The read's fingerprint columns: ``value_hashed`` over the attributes after
         this release, ``old_hashed`` over those before (the key when there are none:

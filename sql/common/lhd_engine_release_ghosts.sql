@@ -1,6 +1,8 @@
--- PostgreSQL's twin of sql/duckdb/lhd_engine_release_ghosts.sql (the domain's ghosts'
--- rows among the live ones, each row with its class's number of ghosts); rows in the
--- order of SHA-256 of the secret $1 and the key or ghost id.
+-- sql/common/lhd_engine_release.sql with the domain's ghosts (README, "Changing
+-- tables"): the ghosts' rows (_sqlanon_ghost_members: class and labels; their kept
+-- values in _sqlanon_ghost_values) among the live ones, indistinguishable; every row
+-- also shows its class's number of ghosts (class_ghosts), nothing that tells which rows
+-- they are. Rows in `{order}`: SHA-256 of the secret $1 and the key or ghost id.
 CREATE TABLE {release} AS
 SELECT {shown}, x.class_id, x.class_ghosts
 FROM (
@@ -14,4 +16,4 @@ FROM (
     JOIN _sqlanon_ghost_values AS g ON g.record_key = m.record_key
     WHERE m.group_id >= 0
 ) AS x
-ORDER BY sha256(convert_to($1 || x.k, 'UTF8'))
+ORDER BY {order}
