@@ -31,9 +31,19 @@ DISEASES = ["flu", "cold", "asthma", "ulcer"]
 
 
 @contextmanager
-def row_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with monkeypatch.context() as m:
-        m.setattr(lhd_engine, "release", lambda *a, **kw: None)
+def engine_path(taken: list[bool] | None) -> Iterator[None]:
+    """The engine path, noting in ``taken`` whether each lHD release took it; with None,
+    the row path only (the engine path turned off)."""
+    real = lhd_engine.release
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        assert taken is not None
+        taken.append(out is not None)
+        return out
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(lhd_engine, "release", spy if taken is not None else lambda *a, **k: None)
         yield
 
 
@@ -137,20 +147,12 @@ def test_the_engine_path_releases_what_the_row_path_releases(
         (third, "lhd_b"),
         ([], "lhd_a"),
     ]
-    taken = []
-    real = lhd_engine.release
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        out = real(*args, **kwargs)
-        taken.append(out is not None)
-        return out
-
+    taken: list[bool] = []
     results: dict[str, list[dict[str, Any]]] = {}
     for path in ("engine", "rows"):
         con = create(folder / f"{path}.duckdb")
         results[path] = []
-        with pytest.MonkeyPatch.context() as m:
-            m.setattr(lhd_engine, "release", spy if path == "engine" else lambda *a, **k: None)
+        with engine_path(taken if path == "engine" else None):
             size = 0
             for rows, kind in steps:
                 append(con, rows, size)
@@ -189,18 +191,10 @@ def test_deletions_make_ghosts_on_the_engine_path(tmp_path: Path) -> None:
     tables"): the engine path plans them with the live units, shows them among the rows
     of their classes (class_ghosts counts them), keeps every class l-diverse, and a run
     with nothing new publishes nothing."""
-    taken = []
-    real = lhd_engine.release
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        out = real(*args, **kwargs)
-        taken.append(out is not None)
-        return out
-
+    taken: list[bool] = []
     con = create(tmp_path / "ghosts.duckdb")
     append(con, [(i % 20, i % 30, i % 6, DISEASES[i % 4], 1000) for i in range(300)], 0)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(lhd_engine, "release", spy)
+    with engine_path(taken):
         args = {"key": "id", "quasi": ["age", "zip"], "sensitive": ["disease"], "l": 2}
         sqlanon.release_lhd(con, "people", "a", **args)
         con.execute("DELETE FROM people WHERE id % 9 = 0")
