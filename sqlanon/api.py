@@ -45,7 +45,9 @@ def session_for(con: Any) -> Iterator[Session]:
     elif module.startswith("psycopg"):
         from sqlanon.backends.postgres import PsycopgSession
 
-        yield PsycopgSession(con)
+        psycopg_session = PsycopgSession(con)
+        with psycopg_session.transaction():  # pins the search path (backends.postgres)
+            yield psycopg_session
     elif is_spark_session(con):
         spark_session = SparkSqlSession(con)
         try:

@@ -142,7 +142,7 @@ def _lhd_domains(
         found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
     # The owner may drop old version tables (README, "Changing tables"): skip them.
-    from sqlanon.release.source import current_schema, relation_exists
+    from sqlanon.release.source import current_schema, relation, relation_exists
 
     schema = current_schema(session)
     domains: dict[str, Any] = {}
@@ -154,7 +154,8 @@ def _lhd_domains(
             if (str(table), column) in found:
                 per_column[column] = label_domain(found[(str(table), column)])
             else:
-                labels = session.query(f"SELECT DISTINCT {q(column)} FROM {q(table)}")  # noqa: S608
+                release = relation(session, table)
+                labels = session.query(f"SELECT DISTINCT {q(column)} FROM {release}")  # noqa: S608
                 per_column[column] = label_domain(published=[r[0] for r in labels])
         domains[str(table)] = per_column
     return domains

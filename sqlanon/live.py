@@ -513,9 +513,10 @@ def rebuild(session: Session) -> None:
     published, from their sources as they are now. A domain released from several
     sources, or whose source or columns are gone, gets none: a deletion from it is then
     refused (its ghost would lack its values)."""
-    from sqlanon.release.source import resolve_source  # release builds on this module
+    # release builds on this module
+    from sqlanon.release.source import current_schema, resolve_source
 
-    schema = session.query("SELECT current_schema()")[0][0]
+    schema = current_schema(session)
     exists = sqltext.load(session.dialect, "relation_exists")
     q = session.quote_ident
     for name in sorted({r.domain for r in catalog.releases(session)}):

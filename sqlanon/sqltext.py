@@ -9,7 +9,7 @@ checkout they sit at the repository root. Templates take identifiers only as
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from sqlanon.errors import ConfigError
@@ -38,13 +38,16 @@ _VARCHAR_CAST = re.compile(r"\bAS VARCHAR\b")
 @cache
 def load(dialect: str, name: str) -> str:
     """The text of ``sql/<dialect>/<name>.sql``, else of ``sql/common/<name>.sql`` (for
-    Spark with ``AS VARCHAR`` spelled ``AS STRING``)."""
+    Spark with ``AS VARCHAR`` spelled ``AS STRING``, for PostgreSQL with its calls
+    qualified: :func:`pg_qualified`)."""
     own = data_dir("sql") / dialect / f"{name}.sql"
     if own.is_file():
         return own.read_text()
     common = data_dir("sql") / "common" / f"{name}.sql"
     if common.is_file():
         text = common.read_text()
+        if dialect == "postgres":
+            return pg_qualified(text)
         return _VARCHAR_CAST.sub("AS STRING", text) if dialect == "spark" else text
     raise FileNotFoundError(f"no sql/{dialect}/{name}.sql or sql/common/{name}.sql")
 
@@ -219,3 +222,138 @@ def split_name(text: str, what: str) -> list[tuple[str, bool]]:
         if text[i] != ".":
             raise ConfigError(f"{what} {text!r}: unexpected {text[i]!r} after {part!r}")
         i += 1
+
+
+# --- PostgreSQL: no name resolved through a caller's search path ---------------------
+#
+# sqlanon's SQL runs with other people's rights (a superuser's release, another owner's).
+# Whoever may create in a schema of the search path could plant a look-alike of a
+# function it calls (CVE-2018-1058). The path is pinned (``backends.postgres``), and on
+# top of that every call of a pg_catalog function is written ``pg_catalog.f(...)``: the
+# files for PostgreSQL alone spell it out, the SQL common to every dialect (and the few
+# statements Python builds) get it from :func:`pg_qualified`, applied by both PostgreSQL
+# sessions to everything they run. :func:`unqualified_calls` is the lint
+# (tests/test_search_path.py) that keeps both honest.
+
+#: Every pg_catalog function sqlanon's SQL calls by its bare name.
+PG_FUNCTIONS = frozenset(
+    """
+    abs array_agg array_length avg bool_and bool_or cardinality ceil ceiling concat
+    convert_to count current_schema current_setting dense_rank encode exp floor format
+    format_type generate_series hashtext hashtextextended jsonb_agg jsonb_array_elements_text
+    jsonb_build_array jsonb_build_object jsonb_typeof length ln lower max md5 min mod now
+    pg_advisory_lock pg_advisory_unlock pg_advisory_xact_lock pg_size_bytes
+    pg_try_advisory_xact_lock power quote_ident random rank regexp_replace replace round
+    row_number set_config sha256 sign sqrt stddev_pop string_agg substr sum to_jsonb trunc
+    unnest upper var_pop
+    """.split()
+)
+
+#: Words followed by ``(`` that are SQL syntax (or a type with a modifier), not a call.
+_SYNTAX = frozenset(
+    """
+    all and any array as between cast char character check coalesce decimal exists filter
+    from greatest grouping in join key least not nullif numeric on or over primary
+    references row select table unique using values varchar view when where with
+    """.split()
+)
+#: A name after these words is a relation (or an alias) with its column list, or a
+#: function being defined or dropped, not a call.
+_BEFORE_RELATION = frozenset(
+    {"into", "table", "on", "as", "references", "index", "exists", "using", "function"}
+)
+
+_CODE_TOKEN = re.compile(
+    r"""
+      (?P<comment>--[^\n]*|/\*.*?\*/)
+    | (?P<string>[eE]?'(?:[^']|'')*')
+    | (?P<ident>"(?:[^"]|"")*")
+    | (?P<dollar>\$(?P<tag>[A-Za-z_][A-Za-z0-9_]*)?\$.*?\$(?P=tag)\$)
+    | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+    | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def _words(sql: str) -> list[tuple[int, int, str, str]]:
+    """``(start, end, kind, text)`` of every token of ``sql`` (strings, quoted names,
+    comments and dollar-quoted bodies are single tokens, so nothing inside them counts)."""
+    out = []
+    for m in _CODE_TOKEN.finditer(sql):
+        kind = m.lastgroup if m.lastgroup != "tag" else "dollar"
+        if kind == "other" and m.group().isspace():
+            continue
+        out.append((m.start(), m.end(), str(kind), m.group()))
+    return out
+
+
+def _calls(sql: str) -> list[tuple[int, str, str | None]]:
+    """Every ``name(`` of ``sql`` outside strings, quoted names, comments and dollar-quoted
+    bodies: ``(offset, lower-case name, the schema written before it or None)``."""
+    tokens = _words(sql)
+    found = []
+    for i, (start, _end, kind, text) in enumerate(tokens):
+        if kind != "word" or i + 1 >= len(tokens) or tokens[i + 1][3] != "(":
+            continue
+        qualified_by = None
+        if i >= 2 and tokens[i - 1][3] == ".":
+            qualified_by = tokens[i - 2][3]
+        elif i >= 1 and tokens[i - 1][2] == "word" and tokens[i - 1][3].lower() in _BEFORE_RELATION:
+            continue
+        found.append((start, text.lower(), qualified_by))
+    return found
+
+
+@lru_cache(maxsize=1024)
+def pg_qualified(sql: str) -> str:
+    """``sql`` with every bare call of a :data:`PG_FUNCTIONS` function written
+    ``pg_catalog.f(...)`` (nothing else changes).
+
+    >>> pg_qualified("SELECT count(*), max(\\"count\\") FROM t WHERE x IN (1)")
+    'SELECT pg_catalog.count(*), pg_catalog.max("count") FROM t WHERE x IN (1)'
+    """
+    parts: list[str] = []
+    done = 0
+    for start, name, schema in _calls(sql):
+        if schema is None and name in PG_FUNCTIONS:
+            parts.append(sql[done:start])
+            parts.append("pg_catalog.")
+            done = start
+    parts.append(sql[done:])
+    return "".join(parts)
+
+
+def unqualified_calls(sql: str) -> list[str]:
+    """The calls of ``sql`` that would be looked up in the search path: bare names that
+    are not SQL syntax (for the lint; dollar-quoted bodies are not looked into)."""
+    return sorted({n for _s, n, schema in _calls(sql) if schema is None and n not in _SYNTAX})
+
+
+def dollar_bodies(sql: str, languages: tuple[str, ...] = ("sql", "plpgsql")) -> list[str]:
+    """The dollar-quoted bodies in ``sql`` of functions (and ``DO`` blocks, PL/pgSQL)
+    written in one of ``languages``, without their quotes: the lint reads them as SQL.
+
+    >>> dollar_bodies("CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $x$ SELECT 1 $x$;")
+    [' SELECT 1 ']
+    """
+    tokens = _words(sql)
+    bodies = []
+    for i, (_s, _e, kind, text) in enumerate(tokens):
+        if kind != "dollar":
+            continue
+        first = i
+        while first > 0 and tokens[first - 1][3] != ";":
+            first -= 1
+        last = i
+        while last + 1 < len(tokens) and tokens[last][3] != ";":
+            last += 1
+        words = [t[3].lower() for t in tokens[first : last + 1] if t[2] == "word"]
+        language = "plpgsql" if words[:1] == ["do"] else None
+        for a, b in zip(words, words[1:], strict=False):
+            if a == "language":
+                language = b
+        if language in languages:
+            tag_end = text.index("$", 1) + 1
+            bodies.append(text[tag_end:-tag_end])
+    return bodies

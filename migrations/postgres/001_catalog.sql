@@ -7,7 +7,7 @@ CREATE TABLE sqlanon.releases (
     model          text NOT NULL CHECK (model IN ('ke', 'lhd')),
     source         text NOT NULL,
     parameters     jsonb NOT NULL,
-    created_at     timestamptz NOT NULL DEFAULT now(),
+    created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     rows_published bigint NOT NULL,
     held_back      bigint NOT NULL DEFAULT 0,
     suppressed     bigint NOT NULL DEFAULT 0,

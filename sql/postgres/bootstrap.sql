@@ -2,5 +2,5 @@
 CREATE SCHEMA IF NOT EXISTS sqlanon;
 CREATE TABLE IF NOT EXISTS sqlanon.migrations (
     name       text PRIMARY KEY,
-    applied_at timestamptz NOT NULL DEFAULT now()
+    applied_at timestamptz NOT NULL DEFAULT pg_catalog.now()
 );

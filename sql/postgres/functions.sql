@@ -20,17 +20,22 @@
 -- PL/Python functions that write run with client_min_messages = warning: no NOTICE
 -- (DROP ... IF EXISTS, ...) reaches the caller.
 --
--- Search paths. A release creates <family>_v<N> and the view <family> in the caller's
--- current_schema() and resolves an unqualified source there (dbt points it at the
--- model's schema with SET LOCAL search_path). So each public release function is a SQL
--- wrapper without SET that passes pg_catalog.current_schema() to a PL/Python function
--- with a fixed `SET search_path = pg_catalog`; that function then narrows the path to
--- exactly that schema (restored when the function returns): pg_catalog and pg_temp are
--- still searched first, no other schema of the caller's path is searched at all.
+-- Search paths (CVE-2018-1058). A release creates <family>_v<N> and the view <family> in
+-- the caller's current_schema() and resolves an unqualified source there (dbt points it
+-- at the model's schema with SET LOCAL search_path), but it never looks a name up in
+-- the caller's path: whoever may create in a schema of that path could plant a function,
+-- operator or type that the release, run by a superuser or another owner, would call
+-- with their rights. So each public function is a PL/pgSQL wrapper without SET (it must
+-- read pg_catalog.current_schema() of the caller) that names everything it calls with
+-- its schema and uses no operator, around a PL/Python function with a fixed
+-- `SET search_path = pg_catalog, pg_temp`: there functions and operators come from
+-- pg_catalog alone (pg_temp is never searched for them), the SQL names its functions
+-- pg_catalog.f all the same (sqlanon.sqltext.pg_qualified, tests/test_search_path.py),
+-- and the caller's schema is written into every table name.
 
 -- Where this database's functions import sqlanon from, and what they import.
 CREATE OR REPLACE FUNCTION sqlanon.python_info() RETURNS jsonb
-LANGUAGE plpython3u STABLE SET search_path = pg_catalog AS $py$
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
 from sqlanon.backends.postgres import python_info
 return python_info()
@@ -52,7 +57,7 @@ DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], tex
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
         seed bigint, domain text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
@@ -80,7 +85,7 @@ $fn$;
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
         max_suppression double precision, seed bigint, domain text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
@@ -111,7 +116,7 @@ $fn$;
 -- server's OS user: only the data owner role may call this. NULL: the hierarchies
 -- bundled with sqlanon (dataset 'adult').
 CREATE OR REPLACE FUNCTION sqlanon._load_hierarchies(dataset text, folder text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
@@ -135,7 +140,7 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._hierarchy_widths(dataset text, attribute text,
         widths double precision[]) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
@@ -163,7 +168,7 @@ $fn$;
 DROP FUNCTION IF EXISTS sqlanon._audit(text, text);  -- before the records flag
 CREATE OR REPLACE FUNCTION sqlanon._audit(schema text, family text, records boolean)
 RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
@@ -204,7 +209,7 @@ $fn$;
 -- a never-published one is forgotten. An unqualified source is the caller's
 -- current_schema()'s.
 CREATE OR REPLACE FUNCTION sqlanon._erase(schema text, source text) RETURNS jsonb
-LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog SET client_min_messages = warning
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
@@ -270,12 +275,12 @@ RETURNS TABLE (table_name text, quasi text, value text, level integer, label tex
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 WITH q AS (
     SELECT r.table_name, c.quasi,
-           regexp_replace(r.parameters ->> 'source', '^.*[.]', '') AS dataset
+           pg_catalog.regexp_replace(r.parameters ->> 'source', '^.*[.]', '') AS dataset
     FROM sqlanon.releases AS r
-    CROSS JOIN LATERAL jsonb_array_elements_text(
-        CASE jsonb_typeof(r.parameters -> 'quasi')
+    CROSS JOIN LATERAL pg_catalog.jsonb_array_elements_text(
+        CASE pg_catalog.jsonb_typeof(r.parameters -> 'quasi')
             WHEN 'array' THEN r.parameters -> 'quasi'
-            WHEN 'string' THEN jsonb_build_array(r.parameters -> 'quasi')
+            WHEN 'string' THEN pg_catalog.jsonb_build_array(r.parameters -> 'quasi')
             ELSE '[]'::jsonb
         END) AS c (quasi)
     WHERE r.model = 'lhd'
@@ -283,12 +288,12 @@ WITH q AS (
 SELECT q.table_name, q.quasi, h.value, h.level, h.label, NULL::jsonb
 FROM q JOIN sqlanon.hierarchies AS h
     ON h.dataset = q.dataset
-   AND replace(lower(h.attribute), '-', '_') = replace(lower(q.quasi), '-', '_')
+   AND pg_catalog.replace(pg_catalog.lower(h.attribute), '-', '_') = pg_catalog.replace(pg_catalog.lower(q.quasi), '-', '_')
 UNION ALL
 SELECT q.table_name, q.quasi, NULL, NULL, NULL, w.widths
 FROM q JOIN sqlanon.hierarchy_widths AS w
     ON w.dataset = q.dataset
-   AND replace(lower(w.attribute), '-', '_') = replace(lower(q.quasi), '-', '_')
+   AND pg_catalog.replace(pg_catalog.lower(w.attribute), '-', '_') = pg_catalog.replace(pg_catalog.lower(q.quasi), '-', '_')
 ORDER BY 1, 2, 4, 3
 $sql$;
 

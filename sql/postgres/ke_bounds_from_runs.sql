@@ -5,17 +5,17 @@
 -- (ke_write_bounds.sql).
 CREATE TABLE {bounds} AS
 WITH runs AS (
-    SELECT group_id, value, CAST(sum(c) AS BIGINT) AS c
+    SELECT group_id, value, CAST(pg_catalog.sum(c) AS BIGINT) AS c
     FROM _sqlanon_runs
     GROUP BY group_id, value
 ), ranked AS (
     SELECT group_id, value, c,
-           CAST(coalesce(sum(c) OVER up, 0) AS BIGINT) AS before_up,
-           coalesce(sum(c * value) OVER up, 0) AS prior_up,
-           CAST(coalesce(sum(c) OVER down, 0) AS BIGINT) AS before_down,
-           coalesce(sum(c * value) OVER down, 0) AS prior_down,
-           sum(c) OVER whole AS n, sum(c * value) OVER whole AS total,
-           min(value) OVER whole AS vmin, max(value) OVER whole AS vmax
+           CAST(coalesce(pg_catalog.sum(c) OVER up, 0) AS BIGINT) AS before_up,
+           coalesce(pg_catalog.sum(c * value) OVER up, 0) AS prior_up,
+           CAST(coalesce(pg_catalog.sum(c) OVER down, 0) AS BIGINT) AS before_down,
+           coalesce(pg_catalog.sum(c * value) OVER down, 0) AS prior_down,
+           pg_catalog.sum(c) OVER whole AS n, pg_catalog.sum(c * value) OVER whole AS total,
+           pg_catalog.min(value) OVER whole AS vmin, pg_catalog.max(value) OVER whole AS vmax
     FROM runs
     WINDOW up AS (PARTITION BY group_id ORDER BY value
                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
@@ -31,7 +31,7 @@ WITH runs AS (
            vmin, vmax
     FROM ranked
 ), blocks AS (
-    SELECT *, generate_series((lo - 1) / 64, (hi - 1) / 64) AS block
+    SELECT *, pg_catalog.generate_series((lo - 1) / 64, (hi - 1) / 64) AS block
     FROM directed
 )
 SELECT CAST(group_id AS INTEGER) AS group_id, descending, CAST(block AS INTEGER) AS block,

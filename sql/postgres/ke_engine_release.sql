@@ -6,24 +6,24 @@
 CREATE TABLE {release} AS
 WITH assigned AS (
     SELECT r.*, p.group_id,
-           substr(sha256(convert_to($1 || CAST(r.record_value AS text), 'UTF8')), 1, 8) AS h
+           pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to($1 || CAST(r.record_value AS text), 'UTF8')), 1, 8) AS h
     FROM _sqlanon_read AS r
     JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
 ), runs AS (
-    SELECT group_id, {sensitive_a} AS v, count(*) AS c
+    SELECT group_id, {sensitive_a} AS v, pg_catalog.count(*) AS c
     FROM assigned
     GROUP BY group_id, {sensitive_a}
 ), ranks AS (
-    SELECT group_id, v, generate_series(lo, lo + c - 1) AS i
+    SELECT group_id, v, pg_catalog.generate_series(lo, lo + c - 1) AS i
     FROM (SELECT group_id, v, c,
-                 CAST(sum(c) OVER (PARTITION BY group_id ORDER BY v
+                 CAST(pg_catalog.sum(c) OVER (PARTITION BY group_id ORDER BY v
                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1
                       AS bigint) AS lo
           FROM runs) AS x
 ), who AS (
     SELECT {quasi_a}, group_id, h,
-           row_number() OVER (PARTITION BY group_id ORDER BY h, record_value) AS i
+           pg_catalog.row_number() OVER (PARTITION BY group_id ORDER BY h, record_value) AS i
     FROM assigned
 )
 SELECT {quasi_out}, who.group_id, ranks.v AS {sensitive}

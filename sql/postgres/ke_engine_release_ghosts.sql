@@ -11,24 +11,24 @@ WITH rows_and_ghosts AS (
     FROM _sqlanon_ghost_read AS g
     LEFT JOIN _sqlanon_read AS n ON false  -- NULL quasi-identifiers of the columns' types
 ), assigned AS (
-    SELECT r.*, p.group_id, substr(sha256(convert_to($1 || rk, 'UTF8')), 1, 8) AS h
+    SELECT r.*, p.group_id, pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to($1 || rk, 'UTF8')), 1, 8) AS h
     FROM rows_and_ghosts AS r
     JOIN _sqlanon_plan AS p ON {plan_match}
     WHERE p.group_id >= 0
 ), runs AS (
-    SELECT group_id, {sensitive_a} AS v, count(*) AS c
+    SELECT group_id, {sensitive_a} AS v, pg_catalog.count(*) AS c
     FROM assigned
     GROUP BY group_id, {sensitive_a}
 ), ranks AS (
-    SELECT group_id, v, generate_series(lo, lo + c - 1) AS i
+    SELECT group_id, v, pg_catalog.generate_series(lo, lo + c - 1) AS i
     FROM (SELECT group_id, v, c,
-                 CAST(sum(c) OVER (PARTITION BY group_id ORDER BY v
+                 CAST(pg_catalog.sum(c) OVER (PARTITION BY group_id ORDER BY v
                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - c + 1
                       AS bigint) AS lo
           FROM runs) AS x
 ), who AS (
     SELECT {quasi_a}, ghost, group_id, h,
-           row_number() OVER (PARTITION BY group_id ORDER BY h, rk) AS i
+           pg_catalog.row_number() OVER (PARTITION BY group_id ORDER BY h, rk) AS i
     FROM assigned
 )
 SELECT {quasi_out}, who.group_id, ranks.v AS {sensitive}, who.ghost

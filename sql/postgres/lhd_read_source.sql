@@ -6,15 +6,15 @@ SELECT CAST(src.{key} AS text) AS record_key,
        src.{key} AS record_value,
        coalesce(m.status = 'published', false) AS published_before,
        m.record_key IS NOT NULL AS known,
-       hashtextextended(CAST(ROW({hashed}) AS text), 0) AS row_hash,
+       pg_catalog.hashtextextended(CAST(ROW({hashed}) AS text), 0) AS row_hash,
        CASE WHEN m.status IS DISTINCT FROM 'published' THEN false
-            WHEN m.row_hash = hashtextextended(CAST(ROW({hashed}) AS text), 0) THEN false
-            ELSE m.row_hash <> CAST(CAST('x' || substr(md5(CAST(ROW({hashed}) AS text)), 1, 16) AS bit(64)) AS bigint)
+            WHEN m.row_hash = pg_catalog.hashtextextended(CAST(ROW({hashed}) AS text), 0) THEN false
+            ELSE m.row_hash <> CAST(CAST('x' || pg_catalog.substr(pg_catalog.md5(CAST(ROW({hashed}) AS text)), 1, 16) AS bit(64)) AS bigint)
        END AS changed,
        coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,
-       hashtextextended(CAST(ROW({value_hashed}) AS text), 0) AS value_hash,
+       pg_catalog.hashtextextended(CAST(ROW({value_hashed}) AS text), 0) AS value_hash,
        coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END IS NOT NULL
-                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> hashtextextended(CAST(ROW({old_hashed}) AS text), 0),
+                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> pg_catalog.hashtextextended(CAST(ROW({old_hashed}) AS text), 0),
                 false) AS value_changed,
        {columns}
 FROM {source} AS src

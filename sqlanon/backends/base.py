@@ -24,6 +24,15 @@ class Session(Protocol):
 
     dialect: str  # "duckdb" | "postgres" | "spark"
 
+    @property
+    def schema(self) -> str | None:
+        """The schema a release writes to and looks unqualified names up in, when the
+        session never resolves names through the connection's search path (PostgreSQL:
+        the path is pinned to ``pg_catalog, pg_temp``, see
+        :mod:`sqlanon.backends.postgres`); None: the connection's current schema, by
+        unqualified names (DuckDB, Spark)."""
+        ...
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...

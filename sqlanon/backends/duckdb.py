@@ -32,6 +32,7 @@ class DuckDBSession:
     """A :class:`sqlanon.backends.base.Session` over one DuckDB cursor."""
 
     dialect = "duckdb"
+    schema: str | None = None
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self._cur = con.cursor()

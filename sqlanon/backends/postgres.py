@@ -9,6 +9,17 @@ Both speak PostgreSQL's own ``$1, $2, ...`` placeholders: psycopg's ``RawCursor`
 them to the server unchanged (no ``%s`` rewriting, no ``%`` escaping), and ``plpy.prepare``
 takes them natively. The functions in ``sql/postgres/functions.sql`` are created by
 :mod:`sqlanon.pg_install`.
+
+Search paths (CVE-2018-1058). Whoever may create objects in a schema of the caller's
+search path could plant a function, operator or type that a release, run by someone
+with more rights (a superuser, another data owner), would then call with those rights.
+So sqlanon never resolves a name through the caller's path: while it works the path is
+``pg_catalog, pg_temp`` (pinned by each PL/Python function's ``SET search_path``, and by
+:meth:`PsycopgSession.transaction` on the client), functions come from ``pg_catalog``
+only (``pg_temp`` is never searched for functions or operators), the SQL names them
+``pg_catalog.`` all the same (``sqltext.load`` for the SQL common to every dialect), and
+the caller's schema, where a release goes, is remembered as :attr:`schema` and written
+into every name (``release.source.relation``).
 """
 
 from __future__ import annotations
@@ -26,10 +37,19 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from sqlanon.errors import ConcurrentReleaseError, SqlanonError, one_line
+from sqlanon.sqltext import pg_qualified
 
 _PARAM = re.compile(r"\$(\d+)(?!\d)")
-_LOCK_FAMILY = "SELECT pg_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
-_TRY_LOCK_FAMILY = "SELECT pg_try_advisory_xact_lock(hashtext('sqlanon:' || $1::text))"
+_LOCK_FAMILY = (
+    "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext("
+    "'sqlanon:' OPERATOR(pg_catalog.||) CAST($1 AS pg_catalog.text)))"
+)
+_TRY_LOCK_FAMILY = (
+    "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext("
+    "'sqlanon:' OPERATOR(pg_catalog.||) CAST($1 AS pg_catalog.text)))"
+)
+#: The only search path sqlanon's SQL runs under.
+PINNED_PATH = "pg_catalog, pg_temp"
 
 # Type OIDs from pg_type.dat: what query_arrays turns into numeric numpy arrays.
 _INT_OIDS = {20, 21, 23}  # int8, int2, int4
@@ -47,7 +67,10 @@ class PsycopgSession:
     """A :class:`Session` over a psycopg 3 connection (client side).
 
     ``transaction()`` is ``conn.transaction()``: a real transaction on an autocommit
-    connection, a savepoint inside one that is already open.
+    connection, a savepoint inside one that is already open. The outermost one pins the
+    search path to :data:`PINNED_PATH` and remembers the caller's current schema as
+    :attr:`schema`; the caller's path comes back when it ends (on an error, with the
+    rollback).
     """
 
     dialect = "postgres"
@@ -57,11 +80,20 @@ class PsycopgSession:
 
         self._conn = conn
         self._cur = psycopg.RawCursor(conn)
+        self._pinned = False
+        self._schema: str | None = None
+
+    @property
+    def schema(self) -> str | None:
+        """The caller's current schema (while pinned, as it was before)."""
+        if self._pinned:
+            return self._schema
+        return str(self.query("SELECT pg_catalog.current_schema()")[0][0] or "") or None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         # Without parameters psycopg uses the simple protocol: several statements may
         # be sent at once (migrations, function definitions).
-        self._cur.execute(sql, list(params) if params else None)
+        self._cur.execute(pg_qualified(sql), list(params) if params else None)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self.execute(sql, params)
@@ -99,7 +131,20 @@ class PsycopgSession:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._conn.transaction():
-            yield
+            if self._pinned:
+                yield
+                return
+            ((schema, path),) = self.query(
+                "SELECT pg_catalog.current_schema(), pg_catalog.current_setting('search_path')"
+            )
+            pin = "SELECT pg_catalog.set_config('search_path', $1, true)"
+            self.execute(pin, [PINNED_PATH])
+            self._schema, self._pinned = schema, True
+            try:
+                yield
+            finally:
+                self._pinned = False
+            self.execute(pin, [path])  # on an error the rollback restores it
 
     def lock_family(self, family: str) -> None:
         """Wait for the family's advisory lock (held until the transaction ends).
@@ -134,12 +179,15 @@ class PlpySession:
 
     dialect = "postgres"
 
-    def __init__(self, plpy: Any) -> None:
+    def __init__(self, plpy: Any, schema: str | None = None) -> None:
         self._plpy = plpy
+        #: The caller's current schema (the function itself runs with the pinned path).
+        self.schema = schema
         self._plans: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._array_oid: dict[int, bool] = {}  # type OID -> is it an array type
 
     def _run(self, sql: str, params: Sequence[Any], types: Sequence[str] | None) -> Any:
+        sql = pg_qualified(sql)
         if not params:
             return self._plpy.execute(sql)
         values = [_plain_value(v) for v in params]
@@ -195,7 +243,7 @@ class PlpySession:
             }
         # Positional aliases: the query's own column names may repeat or be anything.
         aliases = [self.quote_ident(f"c{i}") for i in range(len(names))]
-        aggregates = ", ".join(f"array_agg(q.{a}) AS {a}" for a in aliases)
+        aggregates = ", ".join(f"pg_catalog.array_agg(q.{a}) AS {a}" for a in aliases)
         row = self._run(
             f"SELECT {aggregates} FROM {subquery} ({', '.join(aliases)})",  # noqa: S608
             params,
@@ -231,7 +279,7 @@ class PlpySession:
         self.execute(f"DROP TABLE IF EXISTS pg_temp.{q(name)}")
         array_types = [_pg_type(types[c]) + "[]" for c in columns]
         select = ", ".join(
-            f"CAST(unnest(${i}) AS {_pg_type(types[c])}) AS {q(c)}"
+            f"CAST(pg_catalog.unnest(${i}) AS {_pg_type(types[c])}) AS {q(c)}"
             for i, c in enumerate(columns, start=1)
         )
         self.execute(
@@ -633,7 +681,7 @@ def server_interval_columns(plpy: Any, sql: str) -> str:
     probe = plpy.execute(f"SELECT * FROM ({text.rstrip().rstrip(';')}\n) AS q LIMIT 0")  # noqa: S608
     names = probe.colnames() or []
     plan = plpy.prepare(
-        "SELECT pg_catalog.format_type(t, m) AS t FROM unnest($1, $2) WITH ORDINALITY"
+        "SELECT pg_catalog.format_type(t, m) AS t FROM pg_catalog.unnest($1, $2) WITH ORDINALITY"
         " AS u (t, m, i) ORDER BY i",
         ["oid[]", "integer[]"],
     )
@@ -678,8 +726,8 @@ def _release_work_mem(session: PlpySession) -> Iterator[None]:
 
 
 def _in_schema(plpy: Any, schema: str | None) -> PlpySession:
-    """A session whose search path is exactly ``schema`` (the caller's current_schema()):
-    the function's own ``SET search_path`` restores the caller's path on return."""
+    """A session for a release into ``schema`` (the caller's current_schema()), under the
+    function's own pinned search path (:data:`PINNED_PATH`)."""
     from sqlanon.errors import ConfigError
 
     if schema is None:
@@ -687,9 +735,7 @@ def _in_schema(plpy: Any, schema: str | None) -> PlpySession:
             "no current schema: the search_path names no existing schema; "
             "SET search_path to the schema the release should go to"
         )
-    session = PlpySession(plpy)
-    session.execute("SELECT pg_catalog.set_config('search_path', quote_ident($1), true)", [schema])
-    return session
+    return PlpySession(plpy, schema)
 
 
 def _names(values: Sequence[str] | None) -> list[str]:

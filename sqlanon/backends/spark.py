@@ -152,6 +152,7 @@ class SparkSqlSession:
     """A :class:`sqlanon.backends.base.Session` over one ``SparkSession``."""
 
     dialect = "spark"
+    schema: str | None = None
 
     def __init__(self, spark: Any) -> None:
         if type(spark).__module__.startswith("pyspark.sql.connect"):

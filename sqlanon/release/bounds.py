@@ -13,7 +13,7 @@ from sqlanon.errors import (
     ConfigError,
 )
 from sqlanon.models import ke_bounds
-from sqlanon.release.source import INTEGER, Source, render_sql
+from sqlanon.release.source import INTEGER, Source, current_schema, relation, render_sql
 from sqlanon.release.state import (
     grant_readers,
 )
@@ -89,7 +89,7 @@ def write_bounds_counts(
                 "2**62, beyond what interval answers compute exactly; store it in coarser "
                 "units (e.g. thousands) or as DECIMAL"
             )
-        write_bounds_sql(session, bounds, q(table), q(sensitive))
+        write_bounds_sql(session, bounds, relation(session, table), q(sensitive))
         return
     # The runs go to the engine, which expands them into blocks (the table has a row
     # per 64 records of a run: built here, it would hold Python memory for every record).
@@ -106,7 +106,7 @@ def rebuild_ke_bounds(session: Session) -> None:
     """Rewrite the bounds table of every (k,e) release from its release table, in the
     current layout (migration 003; a release table its owner dropped is skipped)."""
     q = session.quote_ident
-    schema = session.query("SELECT current_schema()")[0][0]
+    schema = current_schema(session)
     exists = sqltext.load(session.dialect, "relation_exists")
     # The catalog as migration 003 knows it (later migrations add columns).
     for table, parameters in session.query(
@@ -116,5 +116,7 @@ def rebuild_ke_bounds(session: Session) -> None:
             continue
         bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
         session.execute(f"DROP TABLE IF EXISTS {bounds}")
-        write_bounds_sql(session, bounds, q(table), q(json.loads(parameters)["sensitive"]))
+        write_bounds_sql(
+            session, bounds, relation(session, table), q(json.loads(parameters)["sensitive"])
+        )
         grant_readers(session, [bounds])

@@ -29,6 +29,7 @@ from sqlanon.release.source import (
     check_unchanged,
     idents,
     profile_source,
+    relation,
     render_sql,
     resolve_source,
 )
@@ -250,7 +251,7 @@ def release_ke(
         if progress is not None:
             progress("rows written", int(chosen.sum()))
         publish_view(session, family, table)
-        grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
+        grant_readers(session, _published(session, family, table))
         write_state(
             session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
         )
@@ -301,9 +302,8 @@ def record_engine_release(
         return {**summary_of(last), "unchanged": True}
     plan = applied.plan
     assert plan is not None
-    q = session.quote_ident
     publish_view(session, family, table)
-    grant_readers(session, [q(table), q(family), f"{q('sqlanon')}.{q(table + '_bounds')}"])
+    grant_readers(session, _published(session, family, table))
     summary = catalog.Release(
         family=family,
         version=version,
@@ -327,6 +327,12 @@ def record_engine_release(
     )
     catalog.record_release(session, summary)
     return summary_of(summary)
+
+
+def _published(session: Session, family: str, table: str) -> list[str]:
+    """What a (k,e) release gives analysts: its table, the family's view, its bounds."""
+    bounds = f"{session.quote_ident('sqlanon')}.{session.quote_ident(table + '_bounds')}"
+    return [relation(session, table), relation(session, family), bounds]
 
 
 def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> tuple[int, float]:

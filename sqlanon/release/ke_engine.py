@@ -39,7 +39,7 @@ from sqlanon.models import ke
 from sqlanon.models.cells import Requirement
 from sqlanon.release import bounds
 from sqlanon.release.plan import plan_live
-from sqlanon.release.source import Source, render_sql
+from sqlanon.release.source import Source, relation, render_sql
 from sqlanon.release.state import DomainScope, refuse_unsafe
 
 #: Temporary tables of one engine release, dropped when it ends either way.
@@ -326,7 +326,7 @@ def _release(
         render_sql(
             session,
             "ke_engine_release_ghosts" if ghosts.count else "ke_engine_release",
-            release=q(table),
+            release=relation(session, table),
             quasi_a=", ".join(f"{q(alias[c])}" for c in quasi),
             quasi_r=", ".join(f"{q('r')}.{q(alias[c])}" for c in quasi),
             quasi_n=", ".join(f"{q('n')}.{q(alias[c])}" for c in quasi),

@@ -15,6 +15,7 @@ from sqlanon.release import bounds
 from sqlanon.release.source import (
     Source,
     idents,
+    relation,
     render_sql,
 )
 from sqlanon.release.state import (
@@ -104,7 +105,7 @@ def write_rows(
             render_sql(
                 session,
                 "ke_write_release_ghosts",
-                release=q(table),
+                release=relation(session, table),
                 quasi_q=idents(session, quasi, "q"),
                 sensitive=q(sensitive),
                 source=src.qualified(session),
@@ -137,7 +138,7 @@ def write_rows(
             render_sql(
                 session,
                 "ke_write_release_values" if exact else "ke_write_release",
-                release=q(table),
+                release=relation(session, table),
                 quasi_q=idents(session, quasi, "q"),
                 sensitive=q(sensitive),
                 source=src.qualified(session),
@@ -148,7 +149,7 @@ def write_rows(
     bounds.write_bounds_rows(
         session,
         f"{q('sqlanon')}.{q(table + '_bounds')}",
-        q(table),
+        relation(session, table),
         q(sensitive),
         src.columns[sensitive],
         values[by_group],

@@ -41,6 +41,7 @@ from sqlanon.release.source import (
     current_schema,
     idents,
     profile_source,
+    relation,
     relation_exists,
     render_sql,
     resolve_source,
@@ -236,7 +237,7 @@ def earlier_release(
                 "lhd_class_values",
                 group_id=q(group_col),
                 sensitive=q(s),
-                release=q(release.table_name),
+                release=relation(session, release.table_name),
             )
         )
         ids = np.unique(rows["class_id"].astype(np.int64))
@@ -387,7 +388,7 @@ def release_lhd(
             return {**summary_of(last), "unchanged": True}
         assert applied.plan is not None
         publish_view(session, family, table)
-        grant_readers(session, [q(table), q(family)])
+        grant_readers(session, [relation(session, table), relation(session, family)])
         summary = catalog.Release(
             family=family,
             version=version,
@@ -514,7 +515,7 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
         render_sql(
             session,
             "lhd_write_release_ghosts" if ghosts.count else "lhd_write_release",
-            release=q(table),
+            release=relation(session, table),
             labels=idents(session, quasi, "a"),
             sensitive=idents(session, sensitive, "v"),
             source_values=idents(session, sensitive, "src"),

@@ -40,7 +40,7 @@ from sqlanon.hierarchy import Hierarchy
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import UNIT_SINGLES, LhdPlan, plan_lhd
 from sqlanon.release.ke_engine import shuffle_key
-from sqlanon.release.source import Source, render_sql
+from sqlanon.release.source import Source, relation, render_sql
 from sqlanon.release.state import DomainScope, refuse_unsafe
 
 #: Temporary tables of one engine release, dropped when it ends either way.
@@ -265,7 +265,7 @@ def _release(
         render_sql(
             session,
             "lhd_engine_release_ghosts" if ghosts.count else "lhd_engine_release",
-            release=q(job.table),
+            release=relation(session, job.table),
             labels=", ".join(
                 f"{q('p')}.{q(x)} AS {q(c)}" for x, c in zip(labels, quasi, strict=True)
             ),

@@ -138,10 +138,23 @@ def resolve_source(session: Session, source: object) -> Source:
 
 
 def current_schema(session: Session) -> str:
-    """The schema (Spark: database) an unqualified name is looked up in."""
+    """The schema (Spark: database) an unqualified name is looked up in, and a release
+    goes to."""
+    if session.schema is not None:
+        return session.schema
     if isinstance(session, ListsCatalog):
         return session.current_schema()
     return str(session.query("SELECT current_schema()")[0][0])
+
+
+def relation(session: Session, name: str) -> str:
+    """Table or view ``name`` of the release's schema as SQL: qualified where the session
+    never resolves names through the connection's search path (PostgreSQL), bare where
+    the connection's current schema is the place (DuckDB, Spark).
+
+    A release's own tables are always named so, never by a bare name on PostgreSQL."""
+    q = session.quote_ident
+    return q(name) if session.schema is None else f"{q(session.schema)}.{q(name)}"
 
 
 def relation_exists(session: Session, schema: str, name: str) -> bool:

@@ -24,6 +24,7 @@ from sqlanon.release.source import (
     JOINABLE,
     Source,
     idents,
+    relation,
     render_sql,
 )
 
@@ -227,8 +228,14 @@ def write_state(
 
 
 def publish_view(session: Session, family: str, table: str) -> None:
-    q = session.quote_ident
-    session.execute(render_sql(session, "point_view", family=q(family), release=q(table)))
+    session.execute(
+        render_sql(
+            session,
+            "point_view",
+            family=relation(session, family),
+            release=relation(session, table),
+        )
+    )
 
 
 def grant_readers(session: Session, relations: Sequence[str]) -> None:
