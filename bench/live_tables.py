@@ -82,8 +82,7 @@ def run(k: int, e: float, live: bool, seed: int, path: Path) -> dict[str, Any]:
         loaded = count
         summary = sqlanon.release_ke(
             con, "src", "fam", key="id", sensitive="capital_loss", quasi=demo.QUASI, k=k, e=e,
-            seed=seed * 100 + version,
-        )  # fmt: skip
+            )  # fmt: skip
         current = np.array([r[0] for r in con.execute("SELECT capital_loss FROM src").fetchall()])
         group = ke.optimal_partition(current.astype(np.float64), k, e)
         static = float(sum(np.ptp(current[group == g]) for g in np.unique(group)))

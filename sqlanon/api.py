@@ -80,7 +80,6 @@ def release_ke(
     k: int,
     e: float,
     policy: str = "auto",
-    seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
 ) -> dict[str, Any]:
@@ -100,7 +99,6 @@ def release_ke(
             k=k,
             e=e,
             policy=policy,
-            seed=seed,
             progress=progress,
             domain_name=domain,
         )
@@ -117,7 +115,6 @@ def release_lhd(
     l: int,  # noqa: E741
     algorithm: str = "auto",
     max_suppression: float = 0.05,
-    seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
 ) -> dict[str, Any]:
@@ -137,7 +134,6 @@ def release_lhd(
             l=l,
             algorithm=algorithm,
             max_suppression=max_suppression,
-            seed=seed,
             progress=progress,
             domain_name=domain,
         )

@@ -35,6 +35,13 @@ class Release:
     domain: str = ""  # the people behind the source (README, "Domains")
     seq: int = 0  # place in the domain's sequence of releases, 1, 2, ...
 
+    @property
+    def schema(self) -> str | None:
+        """The schema its tables are in, where recorded (PostgreSQL); None: the
+        connection's current schema (DuckDB, Spark, and releases made before)."""
+        found = self.parameters.get("schema")
+        return found if isinstance(found, str) else None
+
 
 def _release(row: tuple[Any, ...]) -> Release:
     values = list(row)

@@ -120,7 +120,6 @@ def _release_ke(args: argparse.Namespace) -> None:
             k=args.k,
             e=args.e,
             policy=args.policy,
-            seed=args.seed,
             progress=_progress,
             domain=args.domain,
         )
@@ -141,7 +140,6 @@ def _release_lhd(args: argparse.Namespace) -> None:
             l=args.l,
             algorithm=args.algorithm,
             max_suppression=args.max_suppression,
-            seed=args.seed,
             progress=_progress,
             domain=args.domain,
         )
@@ -303,7 +301,6 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_argument("--k", type=int, required=True)
     ke.add_argument("--e", type=float, required=True)
     ke.add_argument("--policy", default="auto", choices=["auto", "merge", "defer", "paper"])
-    ke.add_argument("--seed", type=int, default=None, help="reproducible shuffles: tests only")
     ke.add_argument(
         "--domain",
         default=None,
@@ -323,7 +320,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--algorithm", default="auto", choices=["auto", "greedy", "scalable", "refine"]
     )
     lhd.add_argument("--max-suppression", type=float, default=0.05)
-    lhd.add_argument("--seed", type=int, default=None, help="reproducible row order: tests only")
     lhd.add_argument(
         "--domain",
         default=None,

@@ -15,7 +15,14 @@ of it. How a release's domain is decided (README, "Domains"):
    one); none starts a new domain named after the source. A table of other people whose
    keys happen to collide lacks those columns or is refused with a message asking for
    ``domain := 'name'``; only a copy whose keys or sensitive columns were renamed
-   escapes, and that takes intent.
+   escapes, and that takes intent. Only domains released from sources in the same
+   schema, each of which the caller may read, are considered: two owners' tables in
+   their own schemas never meet by accident (a copy in another schema joins with
+   ``domain := 'name'``).
+
+A domain released from a source the caller may not read (PostgreSQL: no SELECT on it)
+can neither be inferred nor joined by name, and no message shows its keys: another
+owner's records stay theirs.
 
 A release must see every record its domain has published (their cells constrain it):
 a record missing from the source, or a sensitive value the domain's cells constrain
@@ -78,6 +85,13 @@ def resolve(
             )
         return same_source[0]
     if requested is not None:
+        unreadable = unreadable_sources(session, [r for r in every if r.domain == requested])
+        if unreadable:
+            raise ConfigError(
+                f"domain {requested!r} is released from {unreadable} source(s) you may not "
+                "read, so this release cannot join it; its owner may grant SELECT on them, "
+                "or give another domain := name"
+            )
         return requested
     q = session.quote_ident
     text = sqltext.render(
@@ -88,6 +102,11 @@ def resolve(
     columns = {c.lower() for c in src.columns}
     sharing = []
     for domain in sorted({r.domain for r in every}):
+        members = [r for r in every if r.domain == domain]
+        if any(_schema_of(r.source) != src.schema for r in members):
+            continue  # another schema's people: joined only by name
+        if unreadable_sources(session, members):
+            continue
         last = latest(session, domain)
         if last is None or not {a.lower() for a in attributes(last)} <= columns:
             continue  # the source lacks a value the domain's people have: other people
@@ -100,6 +119,25 @@ def resolve(
             "(other people whose keys happen to collide)"
         )
     return sharing[0] if sharing else src.label
+
+
+def _schema_of(label: str) -> str:
+    return label.split(".", 1)[0]
+
+
+def unreadable_sources(session: Session, releases: Sequence[catalog.Release]) -> int:
+    """How many of the sources ``releases`` were made from the caller may not read (or
+    that are gone): on PostgreSQL, tables without SELECT for the current user; a DuckDB
+    or Spark connection reads everything it reaches."""
+    if session.dialect != "postgres":
+        return 0
+    sql = sqltext.load(session.dialect, "source_readable")
+    count = 0
+    for label in sorted({r.source for r in releases}):
+        schema, _, table = label.partition(".")
+        found = session.query(sql, [schema, table])
+        count += not (found and found[0][0])
+    return count
 
 
 def latest(session: Session, domain: str) -> catalog.Release | None:
@@ -199,9 +237,9 @@ def refuse_missing(
     )[0][0]
     if seen >= expected:
         return
-    missing = [
-        r[0]
-        for r in session.query(
+    shown = ""
+    if not unreadable_sources(session, catalog.domain_releases(session, last.domain)):
+        missing = session.query(
             sqltext.render(
                 sqltext.load(session.dialect, "domain_missing_keys"),
                 key=q(key),
@@ -209,10 +247,10 @@ def refuse_missing(
             ),
             [last.family, last.version],
         )
-    ]
+        shown = f" (keys {', '.join(str(r[0]) for r in missing)})"
     raise UnsafeReleaseError(
         f"{int(expected - seen)} records that releases of domain {last.domain!r} published "
-        f"are not in {src.label} (keys {', '.join(missing)}); their values stay in their "
+        f"are not in {src.label}{shown}; their values stay in their "
         "cells, so a release must see them. The domain is released from several sources "
         "(deletions are taken from a domain with one source only): restore them or "
         "release from the full table; if this source holds other people, give another "

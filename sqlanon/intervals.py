@@ -27,7 +27,8 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
         # only the names and columns of each release, and its number of ghost rows.
         sql = (
             "SELECT family, version, table_name, model, CAST(jsonb_build_object("
-            "'quasi', quasi, 'sensitive', sensitive) AS text) AS parameters, "
+            "'quasi', quasi, 'sensitive', sensitive, 'schema', schema_name) AS text) "
+            "AS parameters, "
             "CAST(jsonb_build_object('ghosts', ghosts) AS text) AS metrics "
             "FROM sqlanon.release_catalog()"
         )
@@ -144,17 +145,19 @@ def _lhd_domains(
     # The owner may drop old version tables (README, "Changing tables"): skip them.
     from sqlanon.release.source import current_schema, relation, relation_exists
 
-    schema = current_schema(session)
     domains: dict[str, Any] = {}
     for _family, _version, table, model, parameters, *_metrics in rows:
-        if model != "lhd" or not relation_exists(session, schema, str(table)):
+        if model != "lhd":
             continue
+        schema = json.loads(parameters).get("schema")
+        if not relation_exists(session, schema or current_schema(session), str(table)):
+            continue
+        release = relation(session, table) if schema is None else f"{q(schema)}.{q(table)}"
         per_column = {}
         for column in _quasi_columns(parameters):
             if (str(table), column) in found:
                 per_column[column] = label_domain(found[(str(table), column)])
             else:
-                release = relation(session, table)
                 labels = session.query(f"SELECT DISTINCT {q(column)} FROM {release}")  # noqa: S608
                 per_column[column] = label_domain(published=[r[0] for r in labels])
         domains[str(table)] = per_column

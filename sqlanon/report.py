@@ -38,6 +38,7 @@ from sqlanon import catalog, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError, SqlanonError
 from sqlanon.metrics import error_ratio
+from sqlanon.release.source import release_relation
 from sqlanon.report_audit import AuditSection, audit_section, waiting_section
 
 WORKLOAD_SIZE = 30
@@ -171,7 +172,7 @@ def workload(session: Session, first: catalog.Release, size: int = WORKLOAD_SIZE
     q = session.quote_ident
     names = ", ".join(q(c) for c in quasi)
     combos = session.query(
-        f"SELECT {names} FROM {q(first.table_name)} GROUP BY {names} "  # noqa: S608 - quoted
+        f"SELECT {names} FROM {release_relation(session, first)} GROUP BY {names} "  # noqa: S608 - quoted
         f"ORDER BY {names} LIMIT {_MAX_COMBINATIONS}"
     )
     if first.model == "lhd":
@@ -323,7 +324,7 @@ def _group_ranges_chart(session: Session, versions: list[catalog.Release], figur
         s = q(_sensitive(r))
         panels.append(
             session.query(
-                f"SELECT min({s}), max({s}) FROM {q(r.table_name)} "  # noqa: S608 - quoted
+                f"SELECT min({s}), max({s}) FROM {release_relation(session, r)} "  # noqa: S608 - quoted
                 f"GROUP BY {q('group_id')} ORDER BY 1, 2"
             )
         )
@@ -349,7 +350,7 @@ def _class_sizes_chart(session: Session, versions: list[catalog.Release], figure
             [
                 int(n)
                 for (n,) in session.query(
-                    f"SELECT count(*) FROM {q(r.table_name)} "  # noqa: S608 - quoted
+                    f"SELECT count(*) FROM {release_relation(session, r)} "  # noqa: S608 - quoted
                     f"GROUP BY {q('class_id')} ORDER BY 1 DESC"
                 )
             ]

@@ -285,13 +285,11 @@ def test_releases_of_a_live_table_audit_to_zero(tmp_path: Path, model: str) -> N
         if model in ("ke", "both"):
             sqlanon.release_ke(
                 con, "people", "p_ke", key="id", sensitive="salary", quasi=["age", "sex"],
-                k=3, e=10, seed=1,
-            )  # fmt: skip
+                k=3, e=10, )  # fmt: skip
         if model in ("lhd", "both"):
             sqlanon.release_lhd(
                 con, "people", "p_lhd", key="id", quasi=["age", "sex"],
-                sensitive=["salary", "job"] if model == "lhd" else ["job"], l=2, seed=1,
-            )  # fmt: skip
+                sensitive=["salary", "job"] if model == "lhd" else ["job"], l=2, )  # fmt: skip
 
     release()
     steps = [

@@ -24,7 +24,7 @@ from tests.test_release_lhd_duckdb import make_employees
 
 FIRST = 100_000  # keys no value of the sources or the catalog can collide with
 RELEASE = {"key": "id", "sensitive": "salary", "quasi": ["age", "sex"], "k": 3, "e": 10,
-           "policy": "defer", "seed": 7}  # fmt: skip
+           "policy": "defer"}  # fmt: skip
 
 TEXT_COLUMNS = (
     "SELECT table_name, column_name FROM information_schema.columns "
@@ -111,7 +111,7 @@ def test_erase_on_duckdb(people: duckdb.DuckDBPyConnection) -> None:
             people.execute(
                 "SELECT sqlanon_release_ke('people', 'people_ke', key := 'id', "
                 "sensitive := 'salary', quasi := ['age', 'sex'], k := 3, e := 10, "
-                "policy := 'defer', seed := 7)"
+                "policy := 'defer')"
             ).fetchone()[0]
         )
 
@@ -170,8 +170,7 @@ def test_cli_release_ke_says_what_changed_and_erases(tmp_path: Path, capsys: Any
     con.close()
     release = [
         "release-ke", "--db", db, "people", "people_ke", "--key", "id", "--sensitive",
-        "salary", "--quasi", "age", "sex", "--k", "3", "--e", "10", "--seed", "7",
-    ]  # fmt: skip
+        "salary", "--quasi", "age", "sex", "--k", "3", "--e", "10", ]  # fmt: skip
     code, out, err = run(capsys, *release)
     assert code == 0 and json.loads(out)["version"] == 1
     assert "sqlanon: people_ke version 1 published: 60 inserted, 0 deleted," in err
@@ -251,7 +250,7 @@ def test_erase_on_postgres(pg_db: str, pg_python_root: Path, pg_conn: Any) -> No
             pg_conn.execute(
                 "SELECT sqlanon.release_ke('people', 'people_ke', key => 'id', "
                 "sensitive => 'salary', quasi => ARRAY['age', 'sex'], k => 3, e => 10, "
-                "policy => 'defer', seed => 7)"
+                "policy => 'defer')"
             ).fetchone()[0]
         )
 

@@ -107,13 +107,11 @@ def release(con: duckdb.DuckDBPyConnection, family: Family) -> dict[str, Any] | 
             k, e = family.need["salary"]
             return sqlanon.release_ke(
                 con, "people", family.name, key="id", sensitive="salary",
-                quasi=list(family.quasi), k=k, e=e, seed=11,
-            )  # fmt: skip
+                quasi=list(family.quasi), k=k, e=e, )  # fmt: skip
         return sqlanon.release_lhd(
             con, "people", family.name, key="id", quasi=list(family.quasi),
             sensitive=list(family.sensitive), l=family.need[family.sensitive[0]][0],
-            max_suppression=1.0, seed=11,
-        )  # fmt: skip
+            max_suppression=1.0, )  # fmt: skip
     except InfeasibleError:
         return None
 

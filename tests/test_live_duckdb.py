@@ -125,8 +125,8 @@ def make_table(con: duckdb.DuckDBPyConnection, folder: Path, model: str) -> Tabl
 
 def families(table: Table, seed: int) -> list[Any]:
     """The release call of every family of the model, in order."""
-    ke = {"key": "id", "sensitive": "s", "quasi": ["age"], "k": 2, "e": 1, "seed": seed}
-    lhd = {"key": "id", "quasi": ["age", "zone"], "sensitive": ["c"], "l": 2, "seed": seed}
+    ke = {"key": "id", "sensitive": "s", "quasi": ["age"], "k": 2, "e": 1}
+    lhd = {"key": "id", "quasi": ["age", "zone"], "sensitive": ["c"], "l": 2}
     calls = []
     if table.model in ("ke", "both"):
         calls.append(lambda: sqlanon.release_ke(table.con, "src", "f_ke", **ke))

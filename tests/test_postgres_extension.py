@@ -34,11 +34,11 @@ ADD_PEOPLE = (
 )
 RELEASE_KE = (
     "SELECT sqlanon.release_ke('people', 'people_ke', key => 'id', sensitive => 'salary',"
-    " quasi => ARRAY['age', 'sex'], k => 4, e => 10, seed => 7)"
+    " quasi => ARRAY['age', 'sex'], k => 4, e => 10)"
 )
 RELEASE_LHD = (
     "SELECT sqlanon.release_lhd('people', 'people_lhd', key => 'id', quasi => ARRAY['age'],"
-    " sensitive => ARRAY['salary'], l => 2, seed => 7)"
+    " sensitive => ARRAY['salary'], l => 2)"
 )
 QUERY = "SELECT sex, SUM(salary) AS total, COUNT(*) AS n FROM people_ke GROUP BY sex"
 CATALOG = {

@@ -360,18 +360,27 @@ def test_psycopg_transaction_commits_or_rolls_back(pg_conn: Any) -> None:
     s = PsycopgSession(pg_conn)
     s.execute("CREATE TABLE t (v text)")
     with s.transaction():
-        s.execute("INSERT INTO t VALUES ($1)", ["kept"])
+        s.execute("INSERT INTO public.t VALUES ($1)", ["kept"])
     with pytest.raises(RuntimeError):
         with s.transaction():
-            s.execute("INSERT INTO t VALUES ($1)", ["lost"])
+            s.execute("INSERT INTO public.t VALUES ($1)", ["lost"])
             raise RuntimeError("boom")
     with s.transaction():
-        s.execute("INSERT INTO t VALUES ($1)", ["outer"])
+        s.execute("INSERT INTO public.t VALUES ($1)", ["outer"])
         with pytest.raises(psycopg.errors.DivisionByZero):
             with s.transaction():  # nested: a savepoint
-                s.execute("INSERT INTO t VALUES ($1)", ["inner"])
+                s.execute("INSERT INTO public.t VALUES ($1)", ["inner"])
                 s.execute("SELECT 1 / 0")
     assert s.query("SELECT v FROM t ORDER BY v") == [("kept",), ("outer",)]
+    # Inside a transaction the search path is pinned (names are qualified there); the
+    # caller's comes back after it, also after an error.
+    assert s.query("SHOW search_path") == [('"$user", public',)]
+    with s.transaction():
+        assert s.query("SHOW search_path") == [("pg_catalog, pg_temp",)]
+        assert s.schema == "public"
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            with s.transaction():
+                s.execute("SELECT v FROM t")
 
 
 def test_psycopg_lock_family_waits_for_the_holder(pg_conn: Any, pg_db: str) -> None:

@@ -19,7 +19,7 @@ from sqlanon.models import ke_bounds
 
 RELEASE = (
     "SELECT sqlanon_release_ke('people', 'people_ke', key := 'id', sensitive := 'salary', "
-    "quasi := ['age', 'sex'], k := 3, e := 10, seed := 7)"
+    "quasi := ['age', 'sex'], k := 3, e := 10)"
 )
 
 
@@ -124,21 +124,40 @@ def test_second_release_after_append(db: duckdb.DuckDBPyConnection) -> None:
     assert all(a["exposed"] == 0 for a in audit)
 
 
-def test_release_rows_are_shuffled_and_reproducible_with_seed(tmp_path: Path) -> None:
-    orders = []
+def test_release_order_is_drawn_anew_and_no_caller_can_fix_it(tmp_path: Path) -> None:
+    """Issue 23: with a caller's `seed` the secret was sha256("sqlanon shuffle {seed}"),
+    and guessing it linked every row to its key. The same data released twice gives the
+    same groups but its own row order and pairing each time, and no surface takes a
+    seed: not the SQL function, the Python API or the CLI."""
+    releases = []
     for name in ("a", "b"):
         con = duckdb.connect(str(tmp_path / f"{name}.duckdb"))
         sqlanon.install(con)
         make_people(con, 300)
         release(con)
-        orders.append(con.execute("SELECT age, sex, salary FROM people_ke_v1").fetchall())
-        ages = np.array([r[0] for r in orders[-1]])
-        source_ages = np.array(
-            [r[0] for r in con.execute("SELECT age FROM people ORDER BY id").fetchall()]
-        )
-        assert not np.array_equal(ages, source_ages)
+        rows = con.execute("SELECT age, sex, group_id, salary FROM people_ke_v1").fetchall()
+        source_ages = [r[0] for r in con.execute("SELECT age FROM people ORDER BY id").fetchall()]
+        assert [r[0] for r in rows] != source_ages
+        releases.append(rows)
+        with pytest.raises(duckdb.BinderException, match="does not support the supplied"):
+            con.execute(RELEASE.replace("e := 10)", "e := 10, seed := 7)"))
+        with pytest.raises(TypeError, match="seed"):
+            sqlanon.release_ke(  # type: ignore[call-arg]
+                con, "people", "people_ke", key="id", sensitive="salary", quasi=["age"], k=3,
+                e=10, seed=7,
+            )  # fmt: skip
         con.close()
-    assert orders[0] == orders[1]  # same seed, same data: same release
+    assert releases[0] != releases[1]  # 300! orders: equal only by a bug
+    by_group = [sorted((g, a, s) for a, s, g, _v in r) for r in releases]
+    values = [sorted((g, v) for _a, _s, g, v in r) for r in releases]
+    assert by_group[0] == by_group[1] and values[0] == values[1]
+    cli = subprocess.run(
+        [sys.executable, "-m", "sqlanon.cli", "release-ke", "--db", str(tmp_path / "a.duckdb"),
+         "people", "people_ke", "--key", "id", "--sensitive", "salary", "--quasi", "age",
+         "--k", "3", "--e", "10", "--seed", "7"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cli.returncode == 2 and "--seed" in cli.stderr
 
 
 @pytest.mark.parametrize(

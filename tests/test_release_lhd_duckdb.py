@@ -114,8 +114,7 @@ def test_adult_two_sub_data_versions(con: duckdb.DuckDBPyConnection) -> None:
     first = result(
         con,
         "SELECT sqlanon_release_lhd('adult', 'adult_ams', key := 'id', "
-        "quasi := ['age', 'marital_status', 'sex'], sensitive := ['capital_loss'], l := 3, "
-        "seed := 1)",
+        "quasi := ['age', 'marital_status', 'sex'], sensitive := ['capital_loss'], l := 3)",
     )
     assert first["version"] == 1 and first["model"] == "lhd"
     assert first["rows_published"] + first["suppressed"] == 1427
@@ -123,8 +122,7 @@ def test_adult_two_sub_data_versions(con: duckdb.DuckDBPyConnection) -> None:
     second = result(
         con,
         "SELECT sqlanon_release_lhd('adult', 'adult_er', key := 'id', "
-        "quasi := ['education', 'race', 'sex'], sensitive := ['capital_loss'], l := 3, "
-        "seed := 2)",
+        "quasi := ['education', 'race', 'sex'], sensitive := ['capital_loss'], l := 3)",
     )
     for table in ("adult_ams_v1", "adult_er_v1"):
         check_l_diverse(con, table, "capital_loss", 3)
@@ -167,14 +165,12 @@ def test_adult_two_sub_data_versions(con: duckdb.DuckDBPyConnection) -> None:
 def test_john_is_safe_with_sqlanon(emp: duckdb.DuckDBPyConnection) -> None:
     sqlanon.release_lhd(
         emp, "emp", "emp_pg", key="id", quasi=["position", "gender"], sensitive=["salary"],
-        l=2, algorithm="greedy", max_suppression=0.0, seed=1,
-    )  # fmt: skip
+        l=2, algorithm="greedy", max_suppression=0.0, )  # fmt: skip
     john = emp.execute("SELECT position, gender FROM emp_pg WHERE salary = 10000").fetchone()
     assert john == ("Accounting", "*")
     sqlanon.release_lhd(
         emp, "emp", "emp_gz", key="id", quasi=["gender", "zip"], sensitive=["salary"],
-        l=2, algorithm="greedy", max_suppression=0.0, seed=1,
-    )  # fmt: skip
+        l=2, algorithm="greedy", max_suppression=0.0, )  # fmt: skip
     assert sqlanon.audit(emp, "emp_gz")[0]["exposed"] == 0
     keys = [str(r[0]) for r in EMPLOYEES]
     attack = comparison_attack(history(emp, [("emp_pg", 1), ("emp_gz", 1)], keys), 2)
@@ -186,7 +182,7 @@ def test_john_is_exposed_by_independent_releases(
     emp: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
     make_employees(emp, tmp_path / "hier2", table="emp_copy")
-    common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.0, "seed": 1}
+    common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.0}
     sqlanon.release_lhd(emp, "emp", "emp_pg", quasi=["position", "gender"], **common)
     # Declared other people (domain := 'copy'): no constraint between the two releases.
     sqlanon.release_lhd(
@@ -211,7 +207,7 @@ def test_a_copy_of_the_source_joins_its_domain(
     """Releasing a copy (same keys, same sensitive column) does not dodge the rule: it
     inherits the domain of the table it copies, and the two releases compose."""
     make_employees(emp, tmp_path / "hier2", table="emp_copy")
-    common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.5, "seed": 1}
+    common = {"key": "id", "sensitive": ["salary"], "l": 2, "max_suppression": 0.5}
     sqlanon.release_lhd(emp, "emp", "emp_pg", quasi=["position", "gender"], **common)
     sqlanon.release_lhd(emp, "emp_copy", "copy_gz", quasi=["gender", "zip"], **common)
     domains = emp.execute(
@@ -230,7 +226,7 @@ def test_a_copy_of_the_source_joins_its_domain(
 def test_appends_make_version_2_under_the_constraint(emp: duckdb.DuckDBPyConnection) -> None:
     release = (
         "SELECT sqlanon_release_lhd('emp', 'emp_pg', key := 'id', quasi := ['position', "
-        "'gender'], sensitive := ['salary'], l := 2, max_suppression := 0.5, seed := 3)"
+        "'gender'], sensitive := ['salary'], l := 2, max_suppression := 0.5)"
     )
     result(emp, release)
     emp.executemany(
@@ -374,13 +370,10 @@ def test_cli_load_hierarchies_and_release_lhd(
 
 
 def test_ke_release_of_the_source_constrains_lhd(emp: duckdb.DuckDBPyConnection) -> None:
-    sqlanon.release_ke(
-        emp, "emp", "emp_ke", key="id", sensitive="salary", quasi=["zip"], k=2, e=0, seed=1
-    )
+    sqlanon.release_ke(emp, "emp", "emp_ke", key="id", sensitive="salary", quasi=["zip"], k=2, e=0)
     sqlanon.release_lhd(
         emp, "emp", "emp_lhd", key="id", quasi=["position", "gender"],
-        sensitive=["salary", "zip"], l=2, max_suppression=0.5, seed=1,
-    )  # fmt: skip
+        sensitive=["salary", "zip"], l=2, max_suppression=0.5, )  # fmt: skip
     check_l_diverse(emp, "emp_lhd", "salary", 2)
     check_l_diverse(emp, "emp_lhd", "zip", 2)
     keys = [str(r[0]) for r in EMPLOYEES]

@@ -77,7 +77,6 @@ def adult() -> Any:
         ("capital_loss", "INTEGER"),
         rows,
         groups,
-        seed=3,
     )
     return con, info
 

@@ -50,7 +50,7 @@ def adult(tmp_path_factory: pytest.TempPathFactory) -> Any:
     con.execute(f"SELECT sqlanon_load_hierarchies('adult', '{HIERARCHIES}')")
     con.execute(f"SELECT sqlanon_load_hierarchies('adult_w', '{folder}')")
     con.execute("SELECT sqlanon_hierarchy_widths('adult_w', 'age', [5, 10, 20])")
-    common = {"key": "id", "l": 3, "seed": 1}
+    common = {"key": "id", "l": 3}
     sqlanon.release_lhd(
         con, "adult", "ams", quasi=["age", "marital_status", "sex"],
         sensitive=["capital_loss", "hours_per_week"], **common,

@@ -71,9 +71,8 @@
 {#- The named arguments each model takes, in the order of sqlanon's SQL functions. -#}
 {% macro release_parameters() %}
   {{ return({
-      'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'seed', 'domain'],
-      'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'seed',
-              'domain'],
+      'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'domain'],
+      'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'domain'],
   }) }}
 {% endmacro %}
 

@@ -53,28 +53,38 @@ DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bi
     double precision, bigint);
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
     text, double precision, bigint);
+-- Earlier versions took a `seed`, which made a release's row order and shuffle
+-- reproducible by anyone who guessed it (issue 23): those signatures go too.
+DROP FUNCTION IF EXISTS sqlanon.release_ke(text, text, text, text, text[], bigint,
+    double precision, text, bigint, text);
+DROP FUNCTION IF EXISTS sqlanon._release_ke(text, text, text, text, text, text[], bigint,
+    double precision, text, bigint, text);
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, bigint, text);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, bigint, text);
 
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
-        seed bigint, domain text) RETURNS jsonb
+        domain text) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
-return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, seed, domain)
+return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
         key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
         k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
-        seed bigint DEFAULT NULL, domain text DEFAULT NULL) RETURNS jsonb
+        domain text DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     failure text;
     state text;
 BEGIN
     RETURN sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive,
-        quasi, k, e, policy, seed, domain);
+        quasi, k, e, policy, domain);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -84,19 +94,18 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
-        max_suppression double precision, seed bigint, domain text) RETURNS jsonb
+        max_suppression double precision, domain text) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
-return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, seed, domain)
+return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
         l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
-        max_suppression double precision DEFAULT 0.05, seed bigint DEFAULT NULL,
-        domain text DEFAULT NULL)
+        max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -104,7 +113,7 @@ DECLARE
     state text;
 BEGIN
     RETURN sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi,
-        sensitive, l, algorithm, max_suppression, seed, domain);
+        sensitive, l, algorithm, max_suppression, domain);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -233,19 +242,23 @@ $fn$;
 -- Interval answers (analysts) ------------------------------------------------------------
 
 -- What the rewriter needs to know about every release, and nothing more (no k, e,
--- policy, seed, counts or member state): the one SECURITY DEFINER function, so that
+-- policy, counts or member state): the one SECURITY DEFINER function, so that
 -- analysts need no access to sqlanon.releases. `ghosts` is the number of ghost rows
 -- (deleted records kept as members of their group or class), which the release table
 -- shows anyway (its ghost / class_ghosts column).
--- Before ghosts the function had no `ghosts` column; CREATE OR REPLACE cannot change
--- the result type, so that version is dropped first (grants.sql grants it again).
+-- `schema_name` is the schema the release's tables are in, so that the rewriter names
+-- them whatever the analyst's search path (recorded by the release; for releases made
+-- before, the first schema with a table of that name).
+-- Before ghosts the function had no `ghosts` column, and before schemas no
+-- `schema_name`; CREATE OR REPLACE cannot change the result type, so an older version
+-- is dropped first (grants.sql grants it again).
 DO $do$
 BEGIN
     IF EXISTS (
         SELECT FROM pg_catalog.pg_proc AS p
         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
         WHERE n.nspname = 'sqlanon' AND p.proname = 'release_catalog'
-          AND NOT ('ghosts' = ANY (p.proargnames))
+          AND NOT ('schema_name' = ANY (p.proargnames))
     ) THEN
         DROP FUNCTION sqlanon.release_catalog();
     END IF;
@@ -253,10 +266,15 @@ END
 $do$;
 CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
 RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
-               sensitive jsonb, ghosts integer)
+               sensitive jsonb, ghosts integer, schema_name text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
-       r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0)
+       r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0),
+       COALESCE(r.parameters ->> 'schema', (
+           SELECT n.nspname FROM pg_catalog.pg_class AS c
+           JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+           WHERE c.relname = r.table_name AND c.relkind IN ('r', 'p', 'v', 'm')
+           ORDER BY n.nspname LIMIT 1))
 FROM sqlanon.releases AS r ORDER BY r.family, r.version
 $sql$;
 
@@ -300,7 +318,7 @@ $sql$;
 -- The interval SQL of an analyst's aggregate query, for `dialect` (any sqlglot dialect).
 -- The PL/Python side of rewrite, interval_sql, interval and interval_columns.
 CREATE OR REPLACE FUNCTION sqlanon._rewrite(sql text, dialect text) RETURNS text
-LANGUAGE plpython3u STABLE AS $py$
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_rewrite(plpy, sql, dialect)
@@ -342,7 +360,8 @@ $fn$;
 --     -> sex text, sum_low numeric, sum_high numeric, sum_est numeric
 --   SELECT * FROM sqlanon.interval('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex')
 --     AS t(sex text, sum_low numeric, sum_high numeric, sum_est numeric);
--- The interval SQL runs with the caller's rights and search path, in the query's order.
+-- The interval SQL runs with the caller's rights, in the query's order, under the pinned
+-- search path: the rewriter names each release table with its schema.
 -- Before this, interval returned SETOF jsonb (now sqlanon.interval_json); CREATE OR
 -- REPLACE cannot change the result type, so that version is dropped first.
 DO $do$
@@ -358,7 +377,7 @@ BEGIN
 END
 $do$;
 CREATE OR REPLACE FUNCTION sqlanon.interval(sql text) RETURNS SETOF record
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     failure text;
     state text;
@@ -379,7 +398,7 @@ END
 $fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._interval_columns(sql text) RETURNS text
-LANGUAGE plpython3u STABLE AS $py$
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_interval_columns(plpy, sql)
@@ -404,7 +423,7 @@ $fn$;
 -- <name>_low, <name>_high and <name>_est per aggregate: no column list to write.
 --   SELECT * FROM sqlanon.interval_json('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
 CREATE OR REPLACE FUNCTION sqlanon._interval_json(sql text) RETURNS SETOF jsonb
-LANGUAGE plpython3u STABLE AS $py$
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
 from sqlanon.backends import postgres
 return postgres.server_interval(plpy, sql)

@@ -237,13 +237,12 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         k: int,
         e: float,
         policy: str,
-        seed: int | None,
         domain: str | None,
     ) -> dict[str, Any]:
         with session("release_ke") as s:
             return ke.release_ke(
                 s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
-                policy=policy, seed=seed, domain_name=domain,
+                policy=policy, domain_name=domain,
             )  # fmt: skip
 
     def release_lhd(
@@ -255,13 +254,12 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         l: int,  # noqa: E741
         algorithm: str,
         ms: float,
-        seed: int | None,
         domain: str | None,
     ) -> dict[str, Any]:
         with session("release_lhd") as s:
             return lhd.release_lhd(
                 s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
-                algorithm=algorithm, max_suppression=ms, seed=seed, domain_name=domain,
+                algorithm=algorithm, max_suppression=ms, domain_name=domain,
             )  # fmt: skip
 
     def erase(source: str) -> dict[str, Any]:
@@ -305,7 +303,6 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
                 BIGINT,
                 DOUBLE,
                 VARCHAR,
-                BIGINT,
                 VARCHAR,
             ],
             VARCHAR,
@@ -322,7 +319,6 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
                 BIGINT,
                 VARCHAR,
                 DOUBLE,
-                BIGINT,
                 VARCHAR,
             ],
             VARCHAR,

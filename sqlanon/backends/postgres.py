@@ -574,7 +574,6 @@ def server_release_ke(
     k: int,
     e: float,
     policy: str,
-    seed: int | None,
     domain: str | None = None,
 ) -> str:
     """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
@@ -592,7 +591,6 @@ def server_release_ke(
             k=k,
             e=e,
             policy=policy,
-            seed=seed,
             domain_name=domain,
         )
     return _json(summary)
@@ -610,7 +608,6 @@ def server_release_lhd(
     l: int,  # noqa: E741
     algorithm: str,
     max_suppression: float,
-    seed: int | None,
     domain: str | None = None,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
@@ -628,7 +625,6 @@ def server_release_lhd(
             l=l,
             algorithm=algorithm,
             max_suppression=max_suppression,
-            seed=seed,
             domain_name=domain,
         )
     return _json(summary)
@@ -681,7 +677,8 @@ def server_interval_columns(plpy: Any, sql: str) -> str:
     probe = plpy.execute(f"SELECT * FROM ({text.rstrip().rstrip(';')}\n) AS q LIMIT 0")  # noqa: S608
     names = probe.colnames() or []
     plan = plpy.prepare(
-        "SELECT pg_catalog.format_type(t, m) AS t FROM pg_catalog.unnest($1, $2) WITH ORDINALITY"
+        "SELECT pg_catalog.format_type(t, m) AS t FROM ROWS FROM (pg_catalog.unnest($1),"
+        " pg_catalog.unnest($2)) WITH ORDINALITY"
         " AS u (t, m, i) ORDER BY i",
         ["oid[]", "integer[]"],
     )

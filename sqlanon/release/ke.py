@@ -30,6 +30,7 @@ from sqlanon.release.source import (
     idents,
     profile_source,
     relation,
+    release_schema,
     render_sql,
     resolve_source,
 )
@@ -59,7 +60,6 @@ def release_ke(
     k: int,
     e: float,
     policy: str = "auto",
-    seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
 ) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def release_ke(
     if given, is called as ``progress(stage, count)`` after each long step: "rows read",
     "groups built", "rows written".
     """
-    k, e = _check_ke_parameters(k, e, policy, seed)
+    k, e = _check_ke_parameters(k, e, policy)
     if not isinstance(key, str) or not isinstance(sensitive, str):
         raise ConfigError("key and sensitive must each name one column")
     family = sqltext.check_family(family)
@@ -113,8 +113,8 @@ def release_ke(
             "k": k,
             "e": e,
             "policy": policy,
-            "seeded": seed is not None,
             "domain_attributes": scope.attributes,
+            **release_schema(session, family, last),
         }
         check_unchanged(family, last, parameters, ("source", "key", "sensitive", "quasi", "k", "e"))
         version = 1 if last is None else last.version + 1
@@ -122,7 +122,7 @@ def release_ke(
         source_rows = profile_source(session, src, key, sensitive)
         applied = ke_engine.release_ke(
             session, src=src, family=family, key=key, sensitive=sensitive, quasi=quasi, k=k,
-            e=e, policy=policy, seed=seed, scope=scope, last=last, version=version,
+            e=e, policy=policy, scope=scope, last=last, version=version,
             table=table, progress=progress,
         )  # fmt: skip
         if applied is not None:
@@ -245,7 +245,6 @@ def release_ke(
             cells,
             rows,
             live_rows,
-            seed,
             ghosts,
         )
         if progress is not None:
@@ -335,7 +334,7 @@ def _published(session: Session, family: str, table: str) -> list[str]:
     return [relation(session, table), relation(session, family), bounds]
 
 
-def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> tuple[int, float]:
+def _check_ke_parameters(k: object, e: object, policy: object) -> tuple[int, float]:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
         raise ConfigError(f"k must be a whole number >= 2, got {k!r}")
     if isinstance(e, bool) or not isinstance(e, (int, float, np.number)):
@@ -344,6 +343,4 @@ def _check_ke_parameters(k: object, e: object, policy: object, seed: object) -> 
         raise ConfigError(f"e must be a finite number >= 0, got {e!r}")
     if policy not in KE_POLICIES:
         raise ConfigError(f"policy must be one of {', '.join(KE_POLICIES)}, got {policy!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise ConfigError(f"seed must be a whole number or NULL, got {seed!r}")
     return int(k), float(e)

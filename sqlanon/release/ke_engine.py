@@ -25,7 +25,6 @@ policy, and domains with ghosts, chains, deleted records or changed sensitive va
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,9 +67,10 @@ class Applied:
     chain_held: int = 0  # records the chain rule left out
 
 
-def shuffle_key(seed: int | None) -> str:
-    """The secret of a release's shuffle: 128 bits from ``os.urandom``, never stored
-    (a ``seed`` derives it, for reproducible tests).
+def shuffle_key() -> str:
+    """The secret of a release's shuffle: 128 bits from ``os.urandom``, never stored,
+    and never derived from anything a caller gives (a release with a guessable secret
+    would let anyone who guesses it link every row to its key: there is no seed).
 
     Why this shuffle is sound: the release pairs each group's records, ordered by
     ``SHA-256(secret || key)``'s first 64 bits, with the group's values sorted, and
@@ -83,9 +83,7 @@ def shuffle_key(seed: int | None) -> str:
     ``os.urandom`` shuffle (``ke.permute_within_groups``) makes it. The secret is drawn
     per release and dropped: nobody, the owner included, can recompute the pairing.
     """
-    if seed is None:
-        return os.urandom(16).hex()
-    return hashlib.sha256(f"sqlanon shuffle {seed}".encode()).hexdigest()[:32]
+    return os.urandom(16).hex()
 
 
 def _drop_temp(session: Session) -> None:
@@ -104,7 +102,6 @@ def release_ke(
     k: int,
     e: float,
     policy: str,
-    seed: int | None,
     scope: DomainScope,
     last: catalog.Release | None,
     version: int,
@@ -120,7 +117,7 @@ def release_ke(
     restore = _tune_postgres(session)
     try:
         applied = _release(
-            session, src, family, key, sensitive, quasi, k, e, policy, seed, scope, last,
+            session, src, family, key, sensitive, quasi, k, e, policy, scope, last,
             version, table, progress,
         )  # fmt: skip
     except BaseException:
@@ -181,7 +178,6 @@ def _release(
     k: int,
     e: float,
     policy: str,
-    seed: int | None,
     scope: DomainScope,
     last: catalog.Release | None,
     version: int,
@@ -337,7 +333,7 @@ def _release(
             key_g=", ".join(f"{q('g')}.{q(c)}" for c in entry),
             **matches,
         ),
-        [shuffle_key(seed)],
+        [shuffle_key()],
     )
     if progress is not None:
         progress("rows written", int(weight[chosen].sum()) - ghost_rows)

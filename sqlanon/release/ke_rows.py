@@ -38,16 +38,15 @@ def write_rows(
     cells: Cells,
     rows: dict[str, np.ndarray],
     live_rows: int,
-    seed: int | None,
     ghosts: live.Ghosts,
 ) -> None:
     """Write the release table and its bounds, and load the records' state for
     :func:`write_members`. Records ``live_rows`` and after are ghosts."""
     q = session.quote_ident
     chosen = group >= 0
-    donor = ke.permute_within_groups(group, ke.secure_rng(seed))
+    donor = ke.permute_within_groups(group, ke.secure_rng())
     published = np.flatnonzero(chosen)
-    order = random_order(published.size, seed)
+    order = random_order(published.size)
     # The rows go into the temporary table in the release's order, held-back ones
     # last: the join streams them so and the sort by ord finds them sorted (10^6
     # rows: 0.3 s less). The ORDER BY alone decides the published order.

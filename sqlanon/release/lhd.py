@@ -43,6 +43,8 @@ from sqlanon.release.source import (
     profile_source,
     relation,
     relation_exists,
+    release_relation,
+    release_schema,
     render_sql,
     resolve_source,
 )
@@ -222,7 +224,7 @@ def earlier_release(
     if not shared:
         raise ConfigError(f"release {release.table_name!r}: give the sensitive columns to read")
     q = session.quote_ident
-    if not relation_exists(session, current_schema(session), release.table_name):
+    if not relation_exists(session, release.schema or current_schema(session), release.table_name):
         raise ConfigError(
             f"release table {release.table_name!r} of {release.family!r} is gone; the "
             "comparison constraint needs every earlier release of the source"
@@ -237,7 +239,7 @@ def earlier_release(
                 "lhd_class_values",
                 group_id=q(group_col),
                 sensitive=q(s),
-                release=relation(session, release.table_name),
+                release=release_relation(session, release),
             )
         )
         ids = np.unique(rows["class_id"].astype(np.int64))
@@ -265,7 +267,6 @@ def _check_lhd_parameters(
     l: object,  # noqa: E741
     algorithm: object,
     max_suppression: object,
-    seed: object,
     sensitive: object,
 ) -> list[str]:
     if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 2:
@@ -279,8 +280,6 @@ def _check_lhd_parameters(
         or not 0 <= float(max_suppression) <= 1
     ):
         raise ConfigError(f"max_suppression must be a fraction in [0, 1], got {max_suppression!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
-        raise ConfigError(f"seed must be a whole number or NULL, got {seed!r}")
     if isinstance(sensitive, str) or not isinstance(sensitive, Sequence) or not sensitive:
         raise ConfigError(f"sensitive must be a non-empty list of column names, got {sensitive!r}")
     names = list(sensitive)
@@ -300,7 +299,6 @@ def release_lhd(
     l: int,  # noqa: E741
     algorithm: str = "auto",
     max_suppression: float = 0.05,
-    seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
 ) -> dict[str, Any]:
@@ -309,12 +307,11 @@ def release_lhd(
     The release composes with every earlier release of its domain (``domain_name``, or
     decided as :mod:`sqlanon.domain` says) under the cell rule (:mod:`sqlanon.models.lhd`).
 
-    ``seed`` only fixes the row order (tests); the plan itself is deterministic.
     Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
     ``progress``, if given, is called as ``progress(stage, count)`` after each long
     step: "rows read", "groups built" (classes), "rows written".
     """
-    sensitive = _check_lhd_parameters(l, algorithm, max_suppression, seed, sensitive)
+    sensitive = _check_lhd_parameters(l, algorithm, max_suppression, sensitive)
     if not isinstance(key, str):
         raise ConfigError("key must name one column")
     family = sqltext.check_family(family)
@@ -347,8 +344,8 @@ def release_lhd(
             "l": int(l),
             "algorithm": algorithm,
             "max_suppression": float(max_suppression),
-            "seeded": seed is not None,
             "domain_attributes": scope.attributes,
+            **release_schema(session, family, last),
         }
         check_unchanged(family, last, parameters, ("source", "key", "quasi", "sensitive", "l"))
         version = 1 if last is None else last.version + 1
@@ -376,7 +373,7 @@ def release_lhd(
         job = lhd_engine.Job(
             src=src, family=family, key=key, quasi=quasi, sensitive=sensitive,
             checked=checked, l=int(l), algorithm=algorithm,
-            max_suppression=float(max_suppression), seed=seed, scope=scope, last=last,
+            max_suppression=float(max_suppression), scope=scope, last=last,
             table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
             progress=progress,
         )  # fmt: skip
@@ -499,7 +496,7 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
             "record_key": keys[chosen],
             "class_id": class_id[chosen],
             "class_ghosts": class_ghosts[class_id[chosen]],
-            "ord": random_order(int(chosen.sum()), job.seed),
+            "ord": random_order(int(chosen.sum())),
             **{c: labels[c][chosen] for c in quasi},
         },
         {

@@ -77,7 +77,6 @@ class Job:
     l: int  # noqa: E741
     algorithm: str
     max_suppression: float
-    seed: int | None
     scope: DomainScope
     last: catalog.Release | None
     table: str
@@ -281,7 +280,7 @@ def _release(
             ),
             **matches,
         ),
-        [shuffle_key(job.seed)],
+        [shuffle_key()],
     )
     published = int(seg_weight[chosen & on_live].sum())
     if progress is not None:

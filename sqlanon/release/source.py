@@ -147,6 +147,30 @@ def current_schema(session: Session) -> str:
     return str(session.query("SELECT current_schema()")[0][0])
 
 
+def release_relation(session: Session, release: catalog.Release) -> str:
+    """The table of an earlier ``release`` as SQL: in the schema it was published in,
+    where the catalog says (PostgreSQL), else as :func:`relation`."""
+    if release.schema is None:
+        return relation(session, release.table_name)
+    q = session.quote_ident
+    return f"{q(release.schema)}.{q(release.table_name)}"
+
+
+def release_schema(session: Session, family: str, last: catalog.Release | None) -> dict[str, str]:
+    """What a release records of where it goes: ``{"schema": ...}`` where the session
+    names it (PostgreSQL), so that analysts and later releases find its tables whatever
+    their search path; a family stays in the schema of its first version."""
+    if session.schema is None:
+        return {}
+    if last is not None and last.schema is not None and last.schema != session.schema:
+        raise ConfigError(
+            f"family {family!r} is published in schema {last.schema!r}, and this release "
+            f"would go to {session.schema!r} (the current schema): SET search_path TO "
+            f"{quoted_name(last.schema)} first, or start a new family"
+        )
+    return {"schema": session.schema}
+
+
 def relation(session: Session, name: str) -> str:
     """Table or view ``name`` of the release's schema as SQL: qualified where the session
     never resolves names through the connection's search path (PostgreSQL), bare where

@@ -101,12 +101,10 @@ def refuse_unsafe(before: Cells, after: Cells, values: dict[str, np.ndarray]) ->
         )
 
 
-def random_order(n: int, seed: int | None) -> np.ndarray:
-    """A uniformly random rank per row (CSPRNG unless a test seed is given)."""
-    if seed is None:
-        keys = np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
-    else:
-        keys = np.random.default_rng([seed, 1]).integers(0, 2**63, n, dtype=np.uint64)
+def random_order(n: int) -> np.ndarray:
+    """A uniformly random rank per row, from the OS CSPRNG (never seeded: the physical
+    order of a release must not be reproducible by anyone)."""
+    keys = np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
     order = np.empty(n, dtype=np.int64)
     order[ke.argsort_random_keys(keys, 63, stable=True)] = np.arange(n, dtype=np.int64)
     return order

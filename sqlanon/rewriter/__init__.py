@@ -95,7 +95,7 @@ def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
     """Refuse to return SQL reading anything but the release and its bounds table."""
     nodes = list(tree.walk())
     ctes = {node.alias for node in nodes if isinstance(node, exp.CTE)}
-    allowed = {("", release.table)}
+    allowed = {(release.schema or "", release.table)}
     if release.bounds_table is not None:
         allowed.add((BOUNDS_SCHEMA, release.bounds_table))
     if release.table in ctes:

@@ -58,7 +58,8 @@ class LabelDomain:
 class ReleaseInfo:
     """One release version as the rewriter sees it.
 
-    ``table`` is the release table (unqualified, found through the search path);
+    ``table`` is the release table, in ``schema`` when the catalog names one (PostgreSQL:
+    found whatever the analyst's search path), else found through the search path;
     ``bounds_table`` is the name of the (k,e) bounds table inside schema ``sqlanon``
     (``None`` for lHD releases). ``quasi`` and ``sensitive`` are the published column
     names, spelled as in the database. ``domains`` (lHD only) maps each quasi column to
@@ -78,6 +79,7 @@ class ReleaseInfo:
     bounds_table: str | None = None
     domains: Mapping[str, LabelDomain] | None = field(default=None, compare=False)
     ghosts: int = 0
+    schema: str | None = None
 
     def __post_init__(self) -> None:
         if self.model not in _KEY_COLUMN:
@@ -185,6 +187,7 @@ def catalog_from_rows(
             bounds_table=f"{table_name}_bounds" if model == "ke" else None,
             domains=(domains or {}).get(str(table_name)) if model == "lhd" else None,
             ghosts=_ghosts(row[5] if len(row) == 6 else None, table_name),
+            schema=params["schema"] if isinstance(params.get("schema"), str) else None,
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:

@@ -141,7 +141,8 @@ class _Plan:
         return self.query.release.sensitive[0]
 
     def release(self, alias: str) -> exp.Table:
-        return exp.table_(self.query.release.table, quoted=True, alias=alias)
+        release = self.query.release
+        return exp.table_(release.table, db=release.schema, quoted=True, alias=alias)
 
     def bounds(self, alias: str) -> exp.Table:
         table = self.query.release.bounds_table

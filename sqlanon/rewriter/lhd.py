@@ -424,7 +424,8 @@ def build(query: Query) -> exp.Select:
         frac = _f("1.0")
     lab_cols += compiler.columns
     lab_cols.append(exp.alias_(exp.Literal.number(1), "one"))  # never an empty SELECT
-    lab = exp.select(*lab_cols).from_(exp.table_(release.table, quoted=True, alias="t"), copy=False)
+    table = exp.table_(release.table, db=release.schema, quoted=True, alias="t")
+    lab = exp.select(*lab_cols).from_(table, copy=False)
     if release.ghosts:
         return lhd_ghosts.build(query, lab, groups, values, may_t, must_t, frac)
     carried = [exp.column(g, table="l") for g in groups]
