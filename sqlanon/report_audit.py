@@ -88,10 +88,33 @@ def audit_section(session: Session, family: str) -> AuditSection:
         if incomplete
         else ""
     )
+    seeded = _seeded_warning(session, rows)
     if not any(r["exposed"] for r in rows):
         note = f'<p id="audit">The audit of {scope} finds no exposed record.{budget}</p>'
-        return AuditSection(exposed, "", note)
-    return AuditSection(exposed, _warning(rows, scope, budget), "")
+        return AuditSection(exposed, seeded, note)
+    return AuditSection(exposed, seeded + _warning(rows, scope, budget), "")
+
+
+def _seeded_warning(session: Session, rows: Sequence[dict[str, Any]]) -> str:
+    """A block naming the domain's releases made with a ``seed`` by an sqlanon that still
+    took one: their row order and shuffle came from the seed, so whoever guesses it links
+    every row to its key. The audit's attacker knows memberships anyway; this one needs
+    no knowledge at all."""
+    if not rows:
+        return ""
+    domain = str(rows[0]["domain"])
+    seeded = [r for r in catalog.domain_releases(session, domain) if r.parameters.get("seeded")]
+    if not seeded:
+        return ""
+    names = ", ".join(f"{html.escape(r.family)} v{r.version}" for r in seeded)
+    return f"""<div class="warning" id="seeded">
+<h2>Warning: {len(seeded)} release(s) made with a seed</h2>
+<p>{names} took a <code>seed</code> (earlier sqlanon versions allowed it for tests): its
+row order and which record shows which value follow from the seed, so anyone who
+guesses it links every row to its key. Withdraw these tables
+(<code>DROP TABLE</code>, keeping the catalog) and release again.</p>
+</div>
+"""
 
 
 def _name(row: dict[str, Any]) -> str:

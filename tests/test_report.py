@@ -341,3 +341,26 @@ def test_report_over_postgres(
     assert [r[0] for r in rows] == ["1", "2"] and rows[1][2] == "100"
     assert all(r[-2] == "30/30" for r in rows) and [r[-3] for r in rows] == ["0", "0"]
     assert sorted(images(page)) == ["spread", "widths"]
+
+
+def test_a_release_made_with_a_seed_is_flagged(tmp_path: Path) -> None:
+    """Issue 23: releases no longer take a seed, but a catalog may hold ones made by an
+    sqlanon that did; their rows link to their keys for whoever guesses the seed."""
+    path = tmp_path / "seeded.duckdb"
+    con = duckdb.connect(str(path))
+    sqlanon.install(con)
+    con.execute("CREATE TABLE pay (id INTEGER, age INTEGER, salary INTEGER)")
+    con.executemany("INSERT INTO pay VALUES (?, ?, ?)", [(i, 20 + i, 10 * i) for i in range(9)])
+    args = {"key": "id", "sensitive": "salary", "quasi": ["age"], "k": 3, "e": 5}
+    sqlanon.release_ke(con, "pay", "pay_s", **args)
+    con.close()
+    clean = report({"path": path}, "pay_s", tmp_path / "clean.html")
+    assert 'id="seeded"' not in clean
+    con = duckdb.connect(str(path))
+    con.execute(
+        "UPDATE sqlanon.releases SET parameters = json_merge_patch(parameters, '{\"seeded\": true}')"
+    )
+    con.close()
+    page = report({"path": path}, "pay_s", tmp_path / "seeded.html")
+    block = page[page.index('<div class="warning" id="seeded">') :]
+    assert "1 release(s) made with a seed" in block and "pay_s v1" in block
