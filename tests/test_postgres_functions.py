@@ -412,7 +412,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
             "SELECT sqlanon.audit('adult_ke')",
             "SELECT sqlanon.audit('adult_ke', true)",
             "SELECT sqlanon._release_ke('public', 'adult', 'x', 'id', 'capital_loss',"
-            " ARRAY['age'], 5, 20, 'auto', NULL, NULL)",
+            " ARRAY['age'], 5, 20, 'auto', NULL)",
             "SELECT sqlanon.load_hierarchies('adult', '/etc')",
         ]
         for query in refused:

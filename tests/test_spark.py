@@ -111,6 +111,12 @@ def released(spark: Any) -> dict[str, Any]:
     return {"con": con, "summaries": summaries}
 
 
+def rounded(row: dict[str, Any]) -> dict[str, Any]:
+    """An answer with its estimates to 9 digits: they sum the rows in the order each
+    engine drew for the release."""
+    return {k: round(v, 9) if isinstance(v, float) else v for k, v in row.items()}
+
+
 def by_group(rows: list[tuple[Any, ...]]) -> dict[Any, tuple[list[Any], list[Any]]]:
     """Per group id: the sorted (age, sex) rows and the sorted values."""
     found: dict[Any, tuple[list[Any], list[Any]]] = {}
@@ -255,8 +261,8 @@ def test_an_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
     )
     assert [r["exposed"] for r in sqlanon.audit(spark, "adult_gzs")] == [0]
     query = "SELECT sex, COUNT(*), SUM(capital_loss) AS l FROM adult_gzs WHERE race = 'White' GROUP BY sex"
-    assert sorted(sqlanon.interval(spark, query), key=str) == sorted(
-        sqlanon.interval(con, query), key=str
+    assert sorted(map(rounded, sqlanon.interval(spark, query)), key=str) == sorted(
+        map(rounded, sqlanon.interval(con, query)), key=str
     )
     with pytest.raises(SqlanonError, match="cannot replace it"):  # Spark takes no DELETE
         sqlanon.load_hierarchies(spark, "adult")
