@@ -178,6 +178,48 @@ def test_load_directory_requires_files(tmp_path: Path) -> None:
     assert list(load_directory(tmp_path, "demo")) == ["zip"]
 
 
+@pytest.mark.parametrize(
+    "dataset",
+    ["*", "**/tenantB", "tenant?", "tenant[AB]", "../tenantB", "a/b", ".hidden", "-x", ""],
+)
+def test_load_directory_takes_a_plain_dataset_name_only(tmp_path: Path, dataset: str) -> None:
+    (tmp_path / "tenantB_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    with pytest.raises(ConfigError, match="letters, digits, _ and -"):
+        load_directory(tmp_path, dataset)
+
+
+def test_load_directory_reads_exact_names_in_the_folder_only(tmp_path: Path) -> None:
+    """No pattern from the caller's text, no subfolder, no symbolic link: '*' once loaded
+    another tenant's tenantB_hierarchy_sex.csv, '**/tenantB' searched subfolders."""
+    (tmp_path / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (tmp_path / "tenantB_hierarchy_sex.csv").write_text("f;*\nm;*\n")
+    (tmp_path / "tenantA_hierarchy_bad name.csv").write_text("x;*\n")
+    (tmp_path / "tenantA_hierarchy_zip.csv.bak").write_text("x;*\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tenantA_hierarchy_age.csv").write_text("1;*\n")
+    secret = tmp_path.parent / f"{tmp_path.name}_secret.txt"
+    secret.write_text("password;*\n")
+    (tmp_path / "tenantA_hierarchy_stolen.csv").symlink_to(secret)
+    found = load_directory(tmp_path, "tenantA")
+    assert list(found) == ["sex"] and set(found["sex"].table) == {"F", "M"}
+    with pytest.raises(ConfigError, match="no sub_hierarchy_") as raised:
+        load_directory(tmp_path, "sub")
+    assert "password" not in str(raised.value)
+
+
+def test_a_missing_an_unreadable_and_an_empty_folder_look_alike(tmp_path: Path) -> None:
+    """The error shows the folder given and nothing about whether it exists."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("not a folder")
+    messages = []
+    for folder in [tmp_path / "missing", tmp_path / "empty", tmp_path / "file"]:
+        with pytest.raises(ConfigError) as raised:
+            load_directory(folder, "tenantA")
+        messages.append(str(raised.value).replace(str(folder), "<folder>"))
+    assert len(set(messages)) == 1, messages
+    assert "does not exist, cannot be read, or holds no such file" in messages[0]
+
+
 def test_value_key_normalizes_numbers() -> None:
     assert value_key(39) == value_key(39.0) == value_key(np.int64(39)) == value_key("39") == "39"
     assert value_key(0.5) == "0.5"

@@ -505,6 +505,61 @@ def test_releases_by_another_owner_role_are_readable_too(adult: Any, roles: dict
         assert one(analyst, "SELECT count(*) FROM adult_ke") > 0
 
 
+@pytest.fixture
+def server_folder() -> Iterator[Path]:
+    """A folder the server's OS user can list and read (pytest's tmp_path is private to
+    the test's user), removed after the test."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="sqlanon_hier_"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in folder.rglob("*"):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_load_hierarchies_reads_only_the_named_files_of_the_folder(
+    adult: Any, roles: dict[str, str], server_folder: Path
+) -> None:
+    """Issue 23, item 4: the dataset was a glob pattern ('*' loaded another tenant's file,
+    '**/tenantB' searched subfolders) and the errors told a missing folder from one the
+    server cannot read."""
+    shared = server_folder / "shared"
+    (shared / "nested").mkdir(parents=True)
+    (shared / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (shared / "tenantB_hierarchy_sex.csv").write_text("f;*\nm;*\n")
+    (shared / "nested" / "tenantB_hierarchy_age.csv").write_text("1;*\n")
+    (server_folder / "empty").mkdir()
+    (server_folder / "locked").mkdir()
+    (server_folder / "locked" / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (server_folder / "locked").chmod(0o000)
+    for path in [shared, shared / "nested", server_folder / "empty"]:
+        path.chmod(0o755)
+    load = "SELECT sqlanon.load_hierarchies(%s, %s)"
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        for dataset in ["*", "**/tenantB", "tenant?", "../shared/tenantB", ".", "a/b"]:
+            with pytest.raises(errors.InvalidParameterValue, match="letters, digits, _ and -"):
+                owner.execute(load, [dataset, str(shared)])
+        messages = set()
+        for folder in ["missing", "locked", "empty", "shared/tenantA_hierarchy_sex.csv"]:
+            with pytest.raises(errors.InvalidParameterValue) as raised:
+                owner.execute(load, ["tenantA", str(server_folder / folder)])
+            text = raised.value.diag.message_primary or ""
+            messages.add(text.replace(str(server_folder / folder), "<folder>"))
+        assert len(messages) == 1, messages
+        assert one(owner, "SELECT count(*) FROM sqlanon.hierarchies") == 0
+        loaded = one(owner, load, ["tenantA", str(shared)])
+        assert loaded["attributes"] == ["sex"] and loaded["rows"] == 4
+        assert owner.execute(
+            "SELECT DISTINCT dataset, value FROM sqlanon.hierarchies ORDER BY 2"
+        ).fetchall() == [("tenantA", "F"), ("tenantA", "M")]
+
+
 # --- injection -------------------------------------------------------------------------------
 
 

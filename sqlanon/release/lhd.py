@@ -27,7 +27,7 @@ import numpy as np
 from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
-from sqlanon.hierarchy import Hierarchy, load_directory
+from sqlanon.hierarchy import Hierarchy, check_dataset, load_directory
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
 from sqlanon.release import lhd_engine
@@ -83,26 +83,33 @@ def attribute_name(name: str) -> str:
 BUNDLED_HIERARCHIES = Path(__file__).resolve().parents[1] / "data" / "hierarchies"
 
 
+def bundled_datasets() -> list[str]:
+    """The datasets sqlanon bundles hierarchies for (``adult``)."""
+    names = (f.name for f in BUNDLED_HIERARCHIES.iterdir())
+    return sorted({n.split("_hierarchy_")[0] for n in names if "_hierarchy_" in n})
+
+
 def load_hierarchies(
     session: Session, dataset: str, folder: str | os.PathLike[str] | None = None
 ) -> dict[str, Any]:
     """Store every ``<dataset>_hierarchy_<attr>.csv`` of ``folder`` in
     ``sqlanon.hierarchies``, replacing that dataset's rows (and widths of the same
     attributes). Without a folder, the hierarchies bundled with sqlanon for ``dataset``
-    (``adult``: ARX's UCI Adult hierarchies). Returns ``{"dataset", "attributes", "rows"}``."""
-    if not isinstance(dataset, str) or not dataset:
-        raise ConfigError(f"dataset must be the source table's name, got {dataset!r}")
+    (``adult``: ARX's UCI Adult hierarchies). Returns ``{"dataset", "attributes", "rows"}``.
+
+    ``dataset`` is a plain name and only files of that exact name directly in ``folder``
+    are read (:func:`sqlanon.hierarchy.load_directory`): on PostgreSQL the folder is on
+    the server, read by the server's OS user on the data owner's behalf."""
+    dataset = check_dataset(dataset)
     if folder is None:
-        folder = BUNDLED_HIERARCHIES
-        if not any(BUNDLED_HIERARCHIES.glob(f"{dataset}_hierarchy_*.csv")):
-            bundled = sorted({f.name.split("_hierarchy_")[0] for f in folder.glob("*.csv")})
+        bundled = bundled_datasets()
+        if dataset not in bundled:
             raise ConfigError(
                 f"sqlanon bundles no hierarchies for {dataset!r} (it bundles "
                 f"{', '.join(map(repr, bundled))}); give the folder holding your "
                 f"{dataset}_hierarchy_<attribute>.csv files"
             )
-    if not os.path.isdir(folder):
-        raise ConfigError(f"hierarchy folder {folder!r} does not exist")
+        folder = BUNDLED_HIERARCHIES
     found = load_directory(folder, dataset)
     rows = [row for h in found.values() for row in h.as_rows()]
     with session.transaction():
