@@ -58,7 +58,12 @@ class SerializationError(ConcurrentReleaseError):
 
 
 class UndefinedTableError(ConfigError):
-    """The named source table does not exist (or the caller cannot see it)."""
+    """The named source table does not exist."""
+
+
+class PermissionDeniedError(SqlanonError):
+    """The caller may not read the named source (PostgreSQL: no SELECT on the table, or
+    no USAGE on its schema)."""
 
 
 class UndefinedColumnError(ConfigError):

@@ -20,6 +20,7 @@ from psycopg import errors, sql
 from psycopg.conninfo import make_conninfo
 
 import sqlanon
+from sqlanon.errors import PermissionDeniedError
 from sqlanon.pg_install import PostgresInstall, install_postgres
 
 pytestmark = pytest.mark.postgres
@@ -503,6 +504,38 @@ def test_releases_by_another_owner_role_are_readable_too(adult: Any, roles: dict
     one(adult, RELEASE_KE)  # the administrator releases; the grants go to the analysts
     with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
         assert one(analyst, "SELECT count(*) FROM adult_ke") > 0
+
+
+def test_a_source_the_owner_may_not_read_is_refused_as_insufficient_privilege(
+    adult: Any, roles: dict[str, str]
+) -> None:
+    """Issue 23, item 6a: information_schema hides tables the caller holds no privilege
+    on, so such a source was reported as 42P01 (does not exist). Now 42501, as
+    PostgreSQL itself says it: by table in a schema the caller may use, by schema
+    otherwise (whether the table exists there or not)."""
+    adult.execute("CREATE TABLE private_people (id integer, age integer, loss integer)")
+    adult.execute("CREATE SCHEMA closed")
+    adult.execute("CREATE TABLE closed.people (id integer, age integer, loss integer)")
+    release = (
+        "SELECT sqlanon.release_ke(%s, 'fam', key => 'id', sensitive => 'loss',"
+        " quasi => ARRAY['age'], k => 2, e => 1)"
+    )
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        for source in ["private_people", "public.PRIVATE_PEOPLE", "closed.people", "closed.none"]:
+            with pytest.raises(errors.InsufficientPrivilege) as raised:
+                owner.execute(release, [source])
+            message = raised.value.diag.message_primary or ""
+            assert repr(source) in message and "may not" in message, message
+            assert ("may not use" in message) == source.startswith("closed."), message
+        with pytest.raises(errors.UndefinedTable, match="does not exist"):
+            owner.execute(release, ["no_such_table"])
+        # The client-side API says the same.
+        with pytest.raises(PermissionDeniedError, match="may not read"):
+            sqlanon.release_ke(
+                owner, "private_people", "fam", key="id", sensitive="loss", quasi=["age"],
+                k=2, e=1,
+            )  # fmt: skip
+        assert one(owner, "SELECT count(*) FROM sqlanon.releases") == 0
 
 
 @pytest.fixture
