@@ -15,6 +15,12 @@ Two sources:
 
 Raw values are compared as text; :func:`value_key` turns data values into that text
 (``39``, ``39.0`` and ``"39"`` all become ``"39"``).
+
+A missing value (SQL NULL, read as ``None``, or as NaN from a numeric column) is an
+ordinary value with a branch of its own in every hierarchy: its label is ``None`` (NULL)
+at every level below the top and ``*`` at the top, so it shares an ancestor with another
+value only at ``*``. A hierarchy file needs no row for it (a row for the text ``NULL`` is
+that text, not a missing value).
 """
 
 from __future__ import annotations
@@ -37,6 +43,20 @@ TOP = "*"
 # A dataset or attribute name as it may appear in a hierarchy file's name: letters,
 # digits, "_" and "-", not starting with "-". No dot, path separator or pattern character.
 _PLAIN = re.compile(r"\w[\w-]*")
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` stands for SQL NULL: None, or a float NaN (how a numeric
+    column's NULL arrives in an array)."""
+    return value is None or (isinstance(value, float | np.floating) and value != value)
+
+
+def missing_mask(values: np.ndarray) -> np.ndarray:
+    """:func:`is_missing` of each value, as a boolean array."""
+    if values.dtype.kind == "f":
+        nan: np.ndarray = np.isnan(values)
+        return nan
+    return np.fromiter((is_missing(v) for v in values.tolist()), dtype=bool, count=values.size)
 
 
 def value_key(value: Any) -> str:
@@ -110,11 +130,14 @@ class Hierarchy:
         return len(self._labels) - 1
 
     def labels(self, level: int) -> tuple[str, ...]:
-        """Distinct labels at ``level``, in first-appearance order; codes index this."""
+        """Distinct labels at ``level``, in first-appearance order; codes index this
+        (below the top, the code one past the end is the missing value's branch)."""
         return self._labels[level]
 
-    def label(self, level: int, code: int) -> str:
-        return self._labels[level][code]
+    def label(self, level: int, code: int) -> str | None:
+        """The label of ``code`` at ``level``; None for the missing value's branch."""
+        labels = self._labels[level]
+        return None if code == len(labels) else labels[code]
 
     @classmethod
     def from_arx_csv(cls, attribute: str, source: str | os.PathLike[str]) -> Hierarchy:
@@ -194,6 +217,8 @@ class Hierarchy:
                 )
         table: dict[str, tuple[str, ...]] = {}
         for value in values:
+            if is_missing(value):
+                continue  # the missing value's own branch, as in every hierarchy
             key = value_key(value)
             try:
                 number = float(value)
@@ -217,14 +242,16 @@ class Hierarchy:
 
     def encode(self, values: Iterable[Any]) -> np.ndarray:
         """Codes of ``values`` at every level: int64 array of shape (n, height + 1),
-        column ``i`` indexes :meth:`labels` ``(i)``. Raises ``ConfigError`` naming up to
+        column ``i`` indexes :meth:`labels` ``(i)``; a missing value (:func:`is_missing`)
+        has the code one past the end below the top. Raises ``ConfigError`` naming up to
         ten values the hierarchy does not cover."""
         distinct: dict[Any, int] = {}
         inverse = np.fromiter(
-            (distinct.setdefault(v, len(distinct)) for v in values), dtype=np.int64
+            (distinct.setdefault(None if is_missing(v) else v, len(distinct)) for v in values),
+            dtype=np.int64,
         )
-        keys = [value_key(v) for v in distinct]
-        missing = sorted({k for k in keys if k not in self.table})
+        keys = [None if v is None else value_key(v) for v in distinct]
+        missing = sorted({k for k in keys if k is not None and k not in self.table})
         if missing:
             shown = ", ".join(repr(m) for m in missing[:10])
             more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
@@ -232,7 +259,11 @@ class Hierarchy:
                 f'hierarchy of "{self.attribute}" does not cover {len(missing)} value(s) in '
                 f"the data: {shown}{more}; add a row for each to the hierarchy file"
             )
-        rows = [[self._index[lv][lab] for lv, lab in enumerate(self.table[k])] for k in keys]
+        null = [len(self._labels[lv]) for lv in range(self.height)] + [self._index[-1][TOP]]
+        rows = [
+            null if k is None else [self._index[lv][lab] for lv, lab in enumerate(self.table[k])]
+            for k in keys
+        ]
         table = np.array(rows, dtype=np.int64).reshape(len(keys), self.height + 1)
         codes: np.ndarray = table[inverse]
         return codes

@@ -149,7 +149,7 @@ def test_from_widths_handles_fractions_and_negatives() -> None:
         ([0], [1], "must be positive"),
         ([], [1], "are empty"),
         ([5], ["abc"], "'abc' is not a number"),
-        ([5], [float("nan")], "not finite"),
+        ([5], [float("inf")], "not finite"),
     ],
 )
 def test_from_widths_rejects_bad_input(
@@ -218,6 +218,22 @@ def test_a_missing_an_unreadable_and_an_empty_folder_look_alike(tmp_path: Path) 
         messages.append(str(raised.value).replace(str(folder), "<folder>"))
     assert len(set(messages)) == 1, messages
     assert "does not exist, cannot be read, or holds no such file" in messages[0]
+
+
+def test_a_missing_value_has_a_branch_of_its_own() -> None:
+    """NULL (None, or NaN from a numeric column) is NULL below the top, '*' at the top:
+    it meets another value only at '*'. Files and widths need nothing for it."""
+    h = Hierarchy.from_arx_csv("m", "a;A;*\nb;A;*\n")
+    codes = h.encode(["a", None, "b", float("nan"), None])
+    assert [h.label(1, int(c)) for c in codes[:, 1]] == ["A", None, "A", None, None]
+    assert [h.label(0, int(c)) for c in codes[:, 0]] == ["a", None, "b", None, None]
+    assert {h.label(2, int(c)) for c in codes[:, 2]} == {"*"}
+    assert codes[1].tolist() == codes[3].tolist() == codes[4].tolist()
+    widths = Hierarchy.from_widths("age", [5], [23, None, float("nan")])
+    assert list(widths.table) == ["23"]
+    assert widths.label(1, int(widths.encode([None])[0, 1])) is None
+    with pytest.raises(ConfigError, match="does not cover 1"):
+        h.encode(["a", "NULL"])  # the text NULL is a value like any other
 
 
 def test_value_key_normalizes_numbers() -> None:

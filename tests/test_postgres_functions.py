@@ -395,7 +395,9 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
         ).fetchall()
         assert rows == [(a["sex"], a["loss_low"], a["loss_high"], a["n"]) for a in answers]
         catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
-        assert catalog == [("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0)]
+        assert catalog == [
+            ("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0, [])
+        ]
 
         refused = [
             "SELECT * FROM adult",
@@ -498,6 +500,45 @@ def test_analyst_interval_over_an_lhd_release_contains_the_truth(
         ):
             with pytest.raises(errors.InsufficientPrivilege):
                 analyst.execute(query)
+
+
+def test_analyst_intervals_over_null_quasi_values_hold_the_truth(
+    adult: Any, roles: dict[str, str], installed: PostgresInstall
+) -> None:
+    """Issue 23, item 6c on PostgreSQL: an lHD release publishes NULL quasi values (a
+    branch of their own in each hierarchy), release_catalog() says which columns hold
+    them, and the analyst's intervals hold the truth, SQL's NULL logic included."""
+    adult.execute(
+        "UPDATE adult SET age = NULL WHERE id % 23 = 0 OR (age BETWEEN 40 AND 44 AND id % 3 = 0)"
+    )
+    adult.execute("UPDATE adult SET sex = NULL WHERE id % 41 = 0")
+    folder = installed.python_dir / "sqlanon" / "data" / "hierarchies"
+    one(adult, "SELECT sqlanon.load_hierarchies('adult', %s)", [str(folder)])
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        summary = one(
+            owner,
+            "SELECT sqlanon.release_lhd('adult', 'adult_lhd', key => 'id', "
+            "quasi => ARRAY['age', 'sex'], sensitive => ARRAY['capital_loss'], l => 3)",
+        )
+    assert summary["null_quasi"] == ["age", "sex"]
+    published = (
+        "SELECT a.* FROM adult AS a JOIN sqlanon.members AS m ON m.record_key = a.id::text"
+        " AND m.family = 'adult_lhd' AND m.version = 1 AND m.status = 'published'"
+    )
+    with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
+        catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
+        assert catalog[0][7] == ["age", "sex"]
+        for where in ["age IS NULL", "NOT (age > 40)", "sex IS NULL OR age < 30", "sex <> 'Male'"]:
+            n, loss = adult.execute(
+                f"SELECT count(*), coalesce(sum(capital_loss), 0) FROM ({published}) AS p"  # noqa: S608
+                f" WHERE {where}"
+            ).fetchone()
+            query = f"SELECT COUNT(*) AS n, SUM(capital_loss) AS loss FROM adult_lhd WHERE {where}"
+            (answer,) = [r[0] for r in analyst.execute(
+                "SELECT * FROM sqlanon.interval_json(%s)", [query]
+            )]  # fmt: skip
+            assert answer["n_low"] <= n <= answer["n_high"], (where, n, answer)
+            assert (answer["loss_low"] or 0) <= loss <= (answer["loss_high"] or 0), (where, answer)
 
 
 def test_releases_by_another_owner_role_are_readable_too(adult: Any, roles: dict[str, str]) -> None:

@@ -231,16 +231,19 @@ $fn$;
 -- policy, seed, counts or member state): the one SECURITY DEFINER function, so that
 -- analysts need no access to sqlanon.releases. `ghosts` is the number of ghost rows
 -- (deleted records kept as members of their group or class), which the release table
--- shows anyway (its ghost / class_ghosts column).
--- Before ghosts the function had no `ghosts` column; CREATE OR REPLACE cannot change
--- the result type, so that version is dropped first (grants.sql grants it again).
+-- shows anyway (its ghost / class_ghosts column). `null_quasi` lists the quasi columns
+-- an lHD release published NULL values of (as NULL labels, or hidden in '*'), so the
+-- rewriter reads '*' there as possibly NULL: quasi-identifier facts, not sensitive ones.
+-- Before ghosts the function had no `ghosts` column, before NULL quasi values no
+-- `null_quasi`; CREATE OR REPLACE cannot change the result type, so an older version is
+-- dropped first (grants.sql grants it again).
 DO $do$
 BEGIN
     IF EXISTS (
         SELECT FROM pg_catalog.pg_proc AS p
         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
         WHERE n.nspname = 'sqlanon' AND p.proname = 'release_catalog'
-          AND NOT ('ghosts' = ANY (p.proargnames))
+          AND NOT ('null_quasi' = ANY (p.proargnames))
     ) THEN
         DROP FUNCTION sqlanon.release_catalog();
     END IF;
@@ -248,10 +251,11 @@ END
 $do$;
 CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
 RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
-               sensitive jsonb, ghosts integer)
+               sensitive jsonb, ghosts integer, null_quasi jsonb)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
-       r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0)
+       r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0),
+       COALESCE(r.metrics -> 'null_quasi', CAST('[]' AS jsonb))
 FROM sqlanon.releases AS r ORDER BY r.family, r.version
 $sql$;
 

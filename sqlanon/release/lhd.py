@@ -33,6 +33,7 @@ from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
 from sqlanon.release import lhd_engine
 from sqlanon.release.plan import plan_live
 from sqlanon.release.source import (
+    INTEGER,
     NUMERIC,
     Source,
     check_names,
@@ -362,6 +363,7 @@ def release_lhd(
         source_rows = 0
         for s in sensitive:
             source_rows = profile_source(session, src, key, s)
+        _refuse_nan(session, src, quasi)
 
         q = session.quote_ident
         read_sql = render_sql(
@@ -386,7 +388,7 @@ def release_lhd(
             table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
             progress=progress,
         )  # fmt: skip
-        applied = lhd_engine.release(session, job, _refuse_nulls)
+        applied = lhd_engine.release(session, job)
         if applied is None:
             applied = _release_rows(session, job)
         if applied.unchanged:
@@ -413,6 +415,8 @@ def release_lhd(
                 **applied.changes,
                 "ghosts": applied.ghosts,
                 "chain_held_back": applied.chain_held,
+                # The rewriter reads '*' in these columns as possibly NULL.
+                **({"null_quasi": applied.null_quasi} if applied.null_quasi else {}),
             },
             domain=scope.name,
             seq=scope.seq,
@@ -421,11 +425,28 @@ def release_lhd(
     return summary_of(summary)
 
 
-def _refuse_nulls(column: str, count: int, keys: Sequence[Any]) -> None:
-    shown = ", ".join(str(k) for k in keys[:10])
-    raise ConfigError(
-        f"quasi column {column!r} has {count} NULL values (keys {shown}); fill or filter them"
-    )
+def _refuse_nan(session: Session, src: Source, quasi: Sequence[str]) -> None:
+    """A NULL quasi-identifier is a value like any other (its own branch of the
+    hierarchy); a NaN is not one sqlanon can generalize: SQL orders it above every
+    number, unlike NULL, as which a numeric column's NaN would read. Refused here, in
+    SQL, where the two differ."""
+    for column in quasi:
+        if not NUMERIC.search(src.columns[column].lower()) or INTEGER.search(
+            src.columns[column].lower()
+        ):
+            continue
+        sql = render_sql(
+            session,
+            "lhd_nan_count",
+            column=session.quote_ident(column),
+            source=src.qualified(session),
+        )
+        count = int(session.query(sql)[0][0])
+        if count:
+            raise ConfigError(
+                f"quasi column {column!r} has {count} NaN values; set them to NULL (a value "
+                "of its own in every hierarchy) or filter them"
+            )
 
 
 def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
@@ -444,10 +465,6 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
     keys = rows["record_key"]
     if progress is not None:
         progress("rows read", int(keys.size))
-    for column in quasi:
-        missing = np.array([v is None or v != v for v in rows[column].tolist()])
-        if missing.any():
-            _refuse_nulls(column, int(missing.sum()), keys[missing][:10].tolist())
     if scope.last is None:
         rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
     changes = live.apply_changes(session, scope.name, scope.last, last, src, key, keys, rows)
@@ -560,4 +577,5 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
         changes=changes.as_metrics(),
         ghosts=int(chosen[live_rows:].sum()),
         chain_held=chain_held,
+        null_quasi=lhd_engine.published_nulls(data, np.flatnonzero(chosen)),
     )
