@@ -162,7 +162,7 @@ def _truth(node: exp.Expr, value: Value) -> Truth:
         return _or(_truth(node.left, value), _truth(node.right, value))
     if isinstance(node, exp.Is):
         if isinstance(node.expression, exp.Null):
-            return False  # lHD releases refuse NULL quasi values
+            return False  # ``value`` is a raw value, never NULL (see _null_truth)
         raise UnsupportedQueryError(f"IS {node.expression.sql()} on a quasi-identifier")
     if isinstance(node, exp.Between):
         return _and(
