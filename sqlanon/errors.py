@@ -35,6 +35,19 @@ class UnsafeReleaseError(SqlanonError):
     """Publishing would expose records (deleted or changed rows, a broken cell)."""
 
 
+class BrokenCellError(UnsafeReleaseError):
+    """An earlier release of the domain left a cell below its own requirement: records
+    it exposed. Only the seeds' unsafe ``paper`` policy does that; no safe release can
+    follow it. ``shortfall`` says which cell and how."""
+
+    def __init__(self, shortfall: str) -> None:
+        super().__init__(
+            f"{shortfall}: an earlier release exposed its records (only the seeds' unsafe "
+            "policy 'paper' does that)"
+        )
+        self.shortfall = shortfall
+
+
 class ConcurrentReleaseError(SqlanonError):
     """Another release of the same family is running; retry when it has finished."""
 
@@ -58,7 +71,12 @@ class SerializationError(ConcurrentReleaseError):
 
 
 class UndefinedTableError(ConfigError):
-    """The named source table does not exist (or the caller cannot see it)."""
+    """The named source table does not exist."""
+
+
+class PermissionDeniedError(SqlanonError):
+    """The caller may not read the named source (PostgreSQL: no SELECT on the table, or
+    no USAGE on its schema)."""
 
 
 class UndefinedColumnError(ConfigError):

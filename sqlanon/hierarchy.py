@@ -15,12 +15,20 @@ Two sources:
 
 Raw values are compared as text; :func:`value_key` turns data values into that text
 (``39``, ``39.0`` and ``"39"`` all become ``"39"``).
+
+A missing value (SQL NULL, read as ``None``, or as NaN from a numeric column) is an
+ordinary value with a branch of its own in every hierarchy: its label is ``None`` (NULL)
+at every level below the top and ``*`` at the top, so it shares an ancestor with another
+value only at ``*``. A hierarchy file needs no row for it (a row for the text ``NULL`` is
+that text, not a missing value).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +39,24 @@ import numpy as np
 from sqlanon.errors import ConfigError
 
 TOP = "*"
+
+# A dataset or attribute name as it may appear in a hierarchy file's name: letters,
+# digits, "_" and "-", not starting with "-". No dot, path separator or pattern character.
+_PLAIN = re.compile(r"\w[\w-]*")
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` stands for SQL NULL: None, or a float NaN (how a numeric
+    column's NULL arrives in an array)."""
+    return value is None or (isinstance(value, float | np.floating) and value != value)
+
+
+def missing_mask(values: np.ndarray) -> np.ndarray:
+    """:func:`is_missing` of each value, as a boolean array."""
+    if values.dtype.kind == "f":
+        nan: np.ndarray = np.isnan(values)
+        return nan
+    return np.fromiter((is_missing(v) for v in values.tolist()), dtype=bool, count=values.size)
 
 
 def value_key(value: Any) -> str:
@@ -104,11 +130,14 @@ class Hierarchy:
         return len(self._labels) - 1
 
     def labels(self, level: int) -> tuple[str, ...]:
-        """Distinct labels at ``level``, in first-appearance order; codes index this."""
+        """Distinct labels at ``level``, in first-appearance order; codes index this
+        (below the top, the code one past the end is the missing value's branch)."""
         return self._labels[level]
 
-    def label(self, level: int, code: int) -> str:
-        return self._labels[level][code]
+    def label(self, level: int, code: int) -> str | None:
+        """The label of ``code`` at ``level``; None for the missing value's branch."""
+        labels = self._labels[level]
+        return None if code == len(labels) else labels[code]
 
     @classmethod
     def from_arx_csv(cls, attribute: str, source: str | os.PathLike[str]) -> Hierarchy:
@@ -118,16 +147,19 @@ class Hierarchy:
         Identical repeated rows are accepted; a value listed twice differently is an error.
         """
         if isinstance(source, str) and ("\n" in source or ";" in source):
-            text, origin = source, "text"
-        else:
-            path = Path(source)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f'cannot read the hierarchy of "{attribute}" from {path}: {exc}'
-                ) from exc
-            origin = str(path)
+            return cls.parse_arx(attribute, source, "text")
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f'cannot read the hierarchy of "{attribute}" from {path}: {exc}'
+            ) from exc
+        return cls.parse_arx(attribute, text, str(path))
+
+    @classmethod
+    def parse_arx(cls, attribute: str, text: str, origin: str) -> Hierarchy:
+        """Parse the text of an ARX hierarchy CSV; ``origin`` names it in errors."""
         table: dict[str, tuple[str, ...]] = {}
         parents: list[dict[str, tuple[tuple[str, ...], int]]] = []
         depth = None
@@ -185,6 +217,8 @@ class Hierarchy:
                 )
         table: dict[str, tuple[str, ...]] = {}
         for value in values:
+            if is_missing(value):
+                continue  # the missing value's own branch, as in every hierarchy
             key = value_key(value)
             try:
                 number = float(value)
@@ -208,14 +242,16 @@ class Hierarchy:
 
     def encode(self, values: Iterable[Any]) -> np.ndarray:
         """Codes of ``values`` at every level: int64 array of shape (n, height + 1),
-        column ``i`` indexes :meth:`labels` ``(i)``. Raises ``ConfigError`` naming up to
+        column ``i`` indexes :meth:`labels` ``(i)``; a missing value (:func:`is_missing`)
+        has the code one past the end below the top. Raises ``ConfigError`` naming up to
         ten values the hierarchy does not cover."""
         distinct: dict[Any, int] = {}
         inverse = np.fromiter(
-            (distinct.setdefault(v, len(distinct)) for v in values), dtype=np.int64
+            (distinct.setdefault(None if is_missing(v) else v, len(distinct)) for v in values),
+            dtype=np.int64,
         )
-        keys = [value_key(v) for v in distinct]
-        missing = sorted({k for k in keys if k not in self.table})
+        keys = [None if v is None else value_key(v) for v in distinct]
+        missing = sorted({k for k in keys if k is not None and k not in self.table})
         if missing:
             shown = ", ".join(repr(m) for m in missing[:10])
             more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
@@ -223,7 +259,11 @@ class Hierarchy:
                 f'hierarchy of "{self.attribute}" does not cover {len(missing)} value(s) in '
                 f"the data: {shown}{more}; add a row for each to the hierarchy file"
             )
-        rows = [[self._index[lv][lab] for lv, lab in enumerate(self.table[k])] for k in keys]
+        null = [len(self._labels[lv]) for lv in range(self.height)] + [self._index[-1][TOP]]
+        rows = [
+            null if k is None else [self._index[lv][lab] for lv, lab in enumerate(self.table[k])]
+            for k in keys
+        ]
         table = np.array(rows, dtype=np.int64).reshape(len(keys), self.height + 1)
         codes: np.ndarray = table[inverse]
         return codes
@@ -238,19 +278,79 @@ class Hierarchy:
         ]
 
 
-def load_directory(path: str | os.PathLike[str], dataset: str) -> dict[str, Hierarchy]:
-    """Every ``<dataset>_hierarchy_<attr>.csv`` in ``path``, keyed by attribute."""
-    directory = Path(path)
-    prefix = f"{dataset}_hierarchy_"
-    found = {
-        f.name[len(prefix) : -len(".csv")]: Hierarchy.from_arx_csv(
-            f.name[len(prefix) : -len(".csv")], f
+def check_dataset(dataset: object) -> str:
+    """``dataset`` when it is a plain name, the first part of its hierarchy files' names:
+    letters, digits, ``_`` and ``-``, not starting with ``-``. Anything else (a pattern
+    such as ``*``, a path such as ``../x`` or ``a/b``, a dot) is refused."""
+    if not isinstance(dataset, str) or not _PLAIN.fullmatch(dataset):
+        raise ConfigError(
+            f"dataset must be the source table's name: letters, digits, _ and - only "
+            f"(it names the files <dataset>_hierarchy_<attribute>.csv), got {dataset!r}"
         )
-        for f in sorted(directory.glob(f"{prefix}*.csv"))
-    }
+    return dataset
+
+
+def load_directory(path: str | os.PathLike[str], dataset: str) -> dict[str, Hierarchy]:
+    """Every ``<dataset>_hierarchy_<attr>.csv`` directly in folder ``path``, keyed by
+    attribute.
+
+    ``dataset`` must be a plain name (:func:`check_dataset`); so must ``<attr>``, or the
+    file is not one of these. The folder is listed, never searched by a pattern built from
+    the caller's text, never recursed into; a file is read only when it is a regular file
+    of that exact name in it, never through a symbolic link. A folder that does not exist,
+    cannot be read or holds no such file gives one and the same error, so that nothing is
+    learnt about folders beyond the one given.
+    """
+    prefix = f"{check_dataset(dataset)}_hierarchy_"
+    if not isinstance(path, str | os.PathLike):
+        raise ConfigError(f"the hierarchy folder must be a path, got {path!r}")
+    try:
+        with os.scandir(path) as entries:
+            names = sorted(
+                e.name
+                for e in entries
+                if _attribute_of(e.name, prefix) is not None and e.is_file(follow_symlinks=False)
+            )
+    except OSError:
+        names = []
+    found: dict[str, Hierarchy] = {}
+    for name in names:
+        attribute = _attribute_of(name, prefix)
+        assert attribute is not None
+        origin = os.path.join(os.fsdecode(path), name)
+        found[attribute] = Hierarchy.parse_arx(attribute, _read_regular_file(origin), origin)
     if not found:
-        raise ConfigError(f"no {prefix}<attribute>.csv files in {directory}")
+        raise ConfigError(
+            f"found no {prefix}<attribute>.csv file in the hierarchy folder "
+            f"{os.fsdecode(path)!r}: it does not exist, cannot be read, or holds no such file"
+        )
     return found
+
+
+def _attribute_of(name: str, prefix: str) -> str | None:
+    """The ``<attr>`` of a file name ``<prefix><attr>.csv``, else None."""
+    if not (name.startswith(prefix) and name.endswith(".csv")):
+        return None
+    attribute = name[len(prefix) : -len(".csv")]
+    return attribute if _PLAIN.fullmatch(attribute) else None
+
+
+def _read_regular_file(path: str) -> str:
+    """The UTF-8 text of the regular file ``path``, opened without following a symbolic
+    link (and without waiting on a FIFO) in case the folder changed since it was listed."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ConfigError(f"hierarchy file {path} is not a regular file")
+            data = f.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read hierarchy file {path}: {exc.strerror}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"hierarchy file {path} is not UTF-8 text") from exc
 
 
 def _is_multiple(width: float, previous: float) -> bool:

@@ -24,12 +24,14 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
     release, by family and version (the rewriter reads ``ghosts`` from the metrics)."""
     if session.dialect == "postgres":
         # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
-        # only the names and columns of each release, and its number of ghost rows.
+        # only the names and columns of each release, its number of ghost rows and the
+        # quasi columns it published NULLs of.
         sql = (
             "SELECT family, version, table_name, model, CAST(jsonb_build_object("
             "'quasi', quasi, 'sensitive', sensitive, 'schema', schema_name) AS text) "
             "AS parameters, "
-            "CAST(jsonb_build_object('ghosts', ghosts) AS text) AS metrics "
+            "CAST(jsonb_build_object('ghosts', ghosts, 'null_quasi', null_quasi) AS text)"
+            " AS metrics "
             "FROM sqlanon.release_catalog()"
         )
     else:
@@ -136,7 +138,7 @@ def _lhd_domains(
     ``hierarchy_rows`` are ``(table_name, quasi column, value, level, label)`` rows of
     the columns' ARX hierarchies (public metadata); a column without any has a numeric
     widths hierarchy, whose labels are read from the release table itself."""
-    from sqlanon.rewriter.catalog import label_domain
+    from sqlanon.rewriter.catalog import label_domain, null_quasi
 
     found: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     for table, column, value, level, label in hierarchy_rows:
@@ -146,19 +148,24 @@ def _lhd_domains(
     from sqlanon.release.source import current_schema, relation, relation_exists
 
     domains: dict[str, Any] = {}
-    for _family, _version, table, model, parameters, *_metrics in rows:
+    for _family, _version, table, model, parameters, *metrics in rows:
         if model != "lhd":
             continue
         schema = json.loads(parameters).get("schema")
         if not relation_exists(session, schema or current_schema(session), str(table)):
             continue
         release = relation(session, table) if schema is None else f"{q(schema)}.{q(table)}"
+        nulls = null_quasi(metrics[0] if metrics else None, str(table))
         per_column = {}
         for column in _quasi_columns(parameters):
             if (str(table), column) in found:
-                per_column[column] = label_domain(found[(str(table), column)])
+                per_column[column] = label_domain(
+                    found[(str(table), column)], nulls=column in nulls
+                )
             else:
                 labels = session.query(f"SELECT DISTINCT {q(column)} FROM {release}")  # noqa: S608
-                per_column[column] = label_domain(published=[r[0] for r in labels])
+                per_column[column] = label_domain(
+                    published=[r[0] for r in labels], nulls=column in nulls
+                )
         domains[str(table)] = per_column
     return domains

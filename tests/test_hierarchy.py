@@ -149,7 +149,7 @@ def test_from_widths_handles_fractions_and_negatives() -> None:
         ([0], [1], "must be positive"),
         ([], [1], "are empty"),
         ([5], ["abc"], "'abc' is not a number"),
-        ([5], [float("nan")], "not finite"),
+        ([5], [float("inf")], "not finite"),
     ],
 )
 def test_from_widths_rejects_bad_input(
@@ -176,6 +176,64 @@ def test_load_directory_requires_files(tmp_path: Path) -> None:
         load_directory(tmp_path, "adult")
     (tmp_path / "demo_hierarchy_zip.csv").write_text("60632;6063*;*\n")
     assert list(load_directory(tmp_path, "demo")) == ["zip"]
+
+
+@pytest.mark.parametrize(
+    "dataset",
+    ["*", "**/tenantB", "tenant?", "tenant[AB]", "../tenantB", "a/b", ".hidden", "-x", ""],
+)
+def test_load_directory_takes_a_plain_dataset_name_only(tmp_path: Path, dataset: str) -> None:
+    (tmp_path / "tenantB_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    with pytest.raises(ConfigError, match="letters, digits, _ and -"):
+        load_directory(tmp_path, dataset)
+
+
+def test_load_directory_reads_exact_names_in_the_folder_only(tmp_path: Path) -> None:
+    """No pattern from the caller's text, no subfolder, no symbolic link: '*' once loaded
+    another tenant's tenantB_hierarchy_sex.csv, '**/tenantB' searched subfolders."""
+    (tmp_path / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (tmp_path / "tenantB_hierarchy_sex.csv").write_text("f;*\nm;*\n")
+    (tmp_path / "tenantA_hierarchy_bad name.csv").write_text("x;*\n")
+    (tmp_path / "tenantA_hierarchy_zip.csv.bak").write_text("x;*\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tenantA_hierarchy_age.csv").write_text("1;*\n")
+    secret = tmp_path.parent / f"{tmp_path.name}_secret.txt"
+    secret.write_text("password;*\n")
+    (tmp_path / "tenantA_hierarchy_stolen.csv").symlink_to(secret)
+    found = load_directory(tmp_path, "tenantA")
+    assert list(found) == ["sex"] and set(found["sex"].table) == {"F", "M"}
+    with pytest.raises(ConfigError, match="no sub_hierarchy_") as raised:
+        load_directory(tmp_path, "sub")
+    assert "password" not in str(raised.value)
+
+
+def test_a_missing_an_unreadable_and_an_empty_folder_look_alike(tmp_path: Path) -> None:
+    """The error shows the folder given and nothing about whether it exists."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("not a folder")
+    messages = []
+    for folder in [tmp_path / "missing", tmp_path / "empty", tmp_path / "file"]:
+        with pytest.raises(ConfigError) as raised:
+            load_directory(folder, "tenantA")
+        messages.append(str(raised.value).replace(str(folder), "<folder>"))
+    assert len(set(messages)) == 1, messages
+    assert "does not exist, cannot be read, or holds no such file" in messages[0]
+
+
+def test_a_missing_value_has_a_branch_of_its_own() -> None:
+    """NULL (None, or NaN from a numeric column) is NULL below the top, '*' at the top:
+    it meets another value only at '*'. Files and widths need nothing for it."""
+    h = Hierarchy.from_arx_csv("m", "a;A;*\nb;A;*\n")
+    codes = h.encode(["a", None, "b", float("nan"), None])
+    assert [h.label(1, int(c)) for c in codes[:, 1]] == ["A", None, "A", None, None]
+    assert [h.label(0, int(c)) for c in codes[:, 0]] == ["a", None, "b", None, None]
+    assert {h.label(2, int(c)) for c in codes[:, 2]} == {"*"}
+    assert codes[1].tolist() == codes[3].tolist() == codes[4].tolist()
+    widths = Hierarchy.from_widths("age", [5], [23, None, float("nan")])
+    assert list(widths.table) == ["23"]
+    assert widths.label(1, int(widths.encode([None])[0, 1])) is None
+    with pytest.raises(ConfigError, match="does not cover 1"):
+        h.encode(["a", "NULL"])  # the text NULL is a value like any other
 
 
 def test_value_key_normalizes_numbers() -> None:

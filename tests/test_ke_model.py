@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sqlanon.errors import ConfigError, InfeasibleError
+from sqlanon.errors import BrokenCellError, ConfigError, InfeasibleError
 from sqlanon.models import ke
 from tests import ke_bruteforce as brute
 
@@ -303,7 +303,7 @@ def test_planner_refuses_bad_state_and_arguments():
         ke.plan_release(values, cell, np.array([0, -1, -1]), 2, 0, "merge")
     with pytest.raises(ConfigError, match="same prev_group"):
         ke.plan_release(values, cell, np.array([0, 1, -1]), 2, 0, "merge")
-    with pytest.raises(ConfigError, match="keep the k and e"):
+    with pytest.raises(BrokenCellError, match="below k=3, e=0"):
         ke.plan_release(values, cell, group, 3, 0, "merge")
     with pytest.raises(ConfigError, match="one entry per value"):
         ke.plan_release(values, cell[:2], group[:2], 2, 0, "merge")

@@ -20,6 +20,7 @@ from psycopg import errors, sql
 from psycopg.conninfo import make_conninfo
 
 import sqlanon
+from sqlanon.errors import PermissionDeniedError
 from sqlanon.pg_install import PostgresInstall, install_postgres
 
 pytestmark = pytest.mark.postgres
@@ -398,7 +399,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
         assert rows == [(a["sex"], a["loss_low"], a["loss_high"], a["n"]) for a in answers]
         catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
         assert catalog == [
-            ("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0, "public")
+            ("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0, [], "public")
         ]
 
         refused = [
@@ -504,10 +505,136 @@ def test_analyst_interval_over_an_lhd_release_contains_the_truth(
                 analyst.execute(query)
 
 
+def test_analyst_intervals_over_null_quasi_values_hold_the_truth(
+    adult: Any, roles: dict[str, str], installed: PostgresInstall
+) -> None:
+    """Issue 23, item 6c on PostgreSQL: an lHD release publishes NULL quasi values (a
+    branch of their own in each hierarchy), release_catalog() says which columns hold
+    them, and the analyst's intervals hold the truth, SQL's NULL logic included."""
+    adult.execute(
+        "UPDATE adult SET age = NULL WHERE id % 23 = 0 OR (age BETWEEN 40 AND 44 AND id % 3 = 0)"
+    )
+    adult.execute("UPDATE adult SET sex = NULL WHERE id % 41 = 0")
+    folder = installed.python_dir / "sqlanon" / "data" / "hierarchies"
+    one(adult, "SELECT sqlanon.load_hierarchies('adult', %s)", [str(folder)])
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        summary = one(
+            owner,
+            "SELECT sqlanon.release_lhd('adult', 'adult_lhd', key => 'id', "
+            "quasi => ARRAY['age', 'sex'], sensitive => ARRAY['capital_loss'], l => 3)",
+        )
+    assert summary["null_quasi"] == ["age", "sex"]
+    published = (
+        "SELECT a.* FROM adult AS a JOIN sqlanon.members AS m ON m.record_key = a.id::text"
+        " AND m.family = 'adult_lhd' AND m.version = 1 AND m.status = 'published'"
+    )
+    with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
+        catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
+        assert catalog[0][7] == ["age", "sex"]
+        for where in ["age IS NULL", "NOT (age > 40)", "sex IS NULL OR age < 30", "sex <> 'Male'"]:
+            n, loss = adult.execute(
+                f"SELECT count(*), coalesce(sum(capital_loss), 0) FROM ({published}) AS p"  # noqa: S608
+                f" WHERE {where}"
+            ).fetchone()
+            query = f"SELECT COUNT(*) AS n, SUM(capital_loss) AS loss FROM adult_lhd WHERE {where}"
+            (answer,) = [r[0] for r in analyst.execute(
+                "SELECT * FROM sqlanon.interval_json(%s)", [query]
+            )]  # fmt: skip
+            assert answer["n_low"] <= n <= answer["n_high"], (where, n, answer)
+            assert (answer["loss_low"] or 0) <= loss <= (answer["loss_high"] or 0), (where, answer)
+
+
 def test_releases_by_another_owner_role_are_readable_too(adult: Any, roles: dict[str, str]) -> None:
     one(adult, RELEASE_KE)  # the administrator releases; the grants go to the analysts
     with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
         assert one(analyst, "SELECT count(*) FROM adult_ke") > 0
+
+
+def test_a_source_the_owner_may_not_read_is_refused_as_insufficient_privilege(
+    adult: Any, roles: dict[str, str]
+) -> None:
+    """Issue 23, item 6a: information_schema hides tables the caller holds no privilege
+    on, so such a source was reported as 42P01 (does not exist). Now 42501, as
+    PostgreSQL itself says it: by table in a schema the caller may use, by schema
+    otherwise (whether the table exists there or not)."""
+    adult.execute("CREATE TABLE private_people (id integer, age integer, loss integer)")
+    adult.execute("CREATE SCHEMA closed")
+    adult.execute("CREATE TABLE closed.people (id integer, age integer, loss integer)")
+    release = (
+        "SELECT sqlanon.release_ke(%s, 'fam', key => 'id', sensitive => 'loss',"
+        " quasi => ARRAY['age'], k => 2, e => 1)"
+    )
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        for source in ["private_people", "public.PRIVATE_PEOPLE", "closed.people", "closed.none"]:
+            with pytest.raises(errors.InsufficientPrivilege) as raised:
+                owner.execute(release, [source])
+            message = raised.value.diag.message_primary or ""
+            assert repr(source) in message and "may not" in message, message
+            assert ("may not use" in message) == source.startswith("closed."), message
+        with pytest.raises(errors.UndefinedTable, match="does not exist"):
+            owner.execute(release, ["no_such_table"])
+        # The client-side API says the same.
+        with pytest.raises(PermissionDeniedError, match="may not read"):
+            sqlanon.release_ke(
+                owner, "private_people", "fam", key="id", sensitive="loss", quasi=["age"],
+                k=2, e=1,
+            )  # fmt: skip
+        assert one(owner, "SELECT count(*) FROM sqlanon.releases") == 0
+
+
+@pytest.fixture
+def server_folder() -> Iterator[Path]:
+    """A folder the server's OS user can list and read (pytest's tmp_path is private to
+    the test's user), removed after the test."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="sqlanon_hier_"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in folder.rglob("*"):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_load_hierarchies_reads_only_the_named_files_of_the_folder(
+    adult: Any, roles: dict[str, str], server_folder: Path
+) -> None:
+    """Issue 23, item 4: the dataset was a glob pattern ('*' loaded another tenant's file,
+    '**/tenantB' searched subfolders) and the errors told a missing folder from one the
+    server cannot read."""
+    shared = server_folder / "shared"
+    (shared / "nested").mkdir(parents=True)
+    (shared / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (shared / "tenantB_hierarchy_sex.csv").write_text("f;*\nm;*\n")
+    (shared / "nested" / "tenantB_hierarchy_age.csv").write_text("1;*\n")
+    (server_folder / "empty").mkdir()
+    (server_folder / "locked").mkdir()
+    (server_folder / "locked" / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (server_folder / "locked").chmod(0o000)
+    for path in [shared, shared / "nested", server_folder / "empty"]:
+        path.chmod(0o755)
+    load = "SELECT sqlanon.load_hierarchies(%s, %s)"
+    with psycopg.connect(roles["owner"], autocommit=True) as owner:
+        for dataset in ["*", "**/tenantB", "tenant?", "../shared/tenantB", ".", "a/b"]:
+            with pytest.raises(errors.InvalidParameterValue, match="letters, digits, _ and -"):
+                owner.execute(load, [dataset, str(shared)])
+        messages = set()
+        for folder in ["missing", "locked", "empty", "shared/tenantA_hierarchy_sex.csv"]:
+            with pytest.raises(errors.InvalidParameterValue) as raised:
+                owner.execute(load, ["tenantA", str(server_folder / folder)])
+            text = raised.value.diag.message_primary or ""
+            messages.add(text.replace(str(server_folder / folder), "<folder>"))
+        assert len(messages) == 1, messages
+        assert one(owner, "SELECT count(*) FROM sqlanon.hierarchies") == 0
+        loaded = one(owner, load, ["tenantA", str(shared)])
+        assert loaded["attributes"] == ["sex"] and loaded["rows"] == 4
+        assert owner.execute(
+            "SELECT DISTINCT dataset, value FROM sqlanon.hierarchies ORDER BY 2"
+        ).fetchall() == [("tenantA", "F"), ("tenantA", "M")]
 
 
 # --- injection -------------------------------------------------------------------------------

@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 import sqlanon
-from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError
+from sqlanon.errors import (
+    ConcurrentReleaseError,
+    ConfigError,
+    InfeasibleError,
+    UnsafeReleaseError,
+)
 from sqlanon.models import ke_bounds
 
 RELEASE = (
@@ -267,6 +272,38 @@ def test_nan_values_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="NaN"):
         sqlanon.release_ke(con, "t", "f", key="id", sensitive="s", quasi=["q"], k=3, e=1)
     con.close()
+
+
+def test_a_domain_published_under_paper_is_not_continued_by_the_safe_rule() -> None:
+    """Issue 23, item 6b: after policy 'paper' left a cell exposed, the next default
+    release failed with "published cell ... a release family must keep the k and e of
+    its first version". It now says the domain was published under the unsafe rule and
+    what to do. The data is MODELS.md's counter-example to the seeds' rule."""
+    con = duckdb.connect()
+    sqlanon.install(con)
+    first = [2, 16, 25, 26, 31, 32, 48, 50, 53, 56, 58]
+    con.execute("CREATE TABLE t (id INTEGER, q INTEGER, s INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, i % 2, v) for i, v in enumerate(first)])
+    args = {"key": "id", "sensitive": "s", "quasi": ["q"], "k": 3, "e": 5}
+    sqlanon.release_ke(con, "t", "f", policy="paper", **args)
+    con.execute("INSERT INTO t VALUES (11, 0, 22), (12, 1, 30)")
+    sqlanon.release_ke(con, "t", "f", policy="paper", **args)
+    assert [a["exposed"] for a in sqlanon.audit(con, "f")] == [0, 2]
+    con.execute("INSERT INTO t VALUES (13, 0, 40), (14, 1, 45), (15, 0, 70)")
+    for family in ["f", "other"]:  # the family itself, or a new family of the domain
+        with pytest.raises(UnsafeReleaseError) as raised:
+            sqlanon.release_ke(con, "t", family, **args)
+        message = str(raised.value)
+        assert "domain 'main.t' was published under the seeds' unsafe 'paper' rule" in message
+        assert "(f v1, f v2)" in message and "2 distinct values" in message
+        assert "keep policy 'paper'" in message and "new domain" in message
+        assert "must keep the k and e" not in message
+    assert con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0] == 2
+    # Both ways out work: paper again, knowingly, or a copy in a new domain.
+    assert sqlanon.release_ke(con, "t", "f", policy="paper", **args)["version"] == 3
+    con.execute("CREATE VIEW t_copy AS SELECT * FROM t")
+    fresh = sqlanon.release_ke(con, "t_copy", "g", domain="t_fresh", **args)
+    assert fresh["domain"] == "t_fresh"
 
 
 def test_fewer_than_k_distinct_values(tmp_path: Path) -> None:

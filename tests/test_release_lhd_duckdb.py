@@ -338,11 +338,30 @@ def test_inconsistent_hierarchy_is_refused(con: duckdb.DuckDBPyConnection, tmp_p
     before = snapshot(con)
     with pytest.raises(duckdb.Error, match="must be"):
         con.execute(f"SELECT sqlanon_load_hierarchies('t', '{tmp_path}')")
-    with pytest.raises(ConfigError, match="does not exist"):
+    with pytest.raises(ConfigError, match="does not exist, cannot be read"):
         sqlanon.load_hierarchies(con, "t", str(tmp_path / "nowhere"))
     with pytest.raises(ConfigError, match="no u_hierarchy_"):
         sqlanon.load_hierarchies(con, "u", str(tmp_path))
     assert snapshot(con) == before
+
+
+@pytest.mark.parametrize("dataset", ["*", "**/tenantB", "tenant?", "../shared/tenantB"])
+def test_load_hierarchies_reads_no_other_tenants_files(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, dataset: str
+) -> None:
+    """Issue 23, item 4: the dataset once was a glob pattern over the folder."""
+    shared = tmp_path / "shared"
+    (shared / "nested").mkdir(parents=True)
+    (shared / "tenantA_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    (shared / "tenantB_hierarchy_sex.csv").write_text("f;*\nm;*\n")
+    (shared / "nested" / "tenantB_hierarchy_age.csv").write_text("1;*\n")
+    before = snapshot(con)
+    with pytest.raises(ConfigError, match="letters, digits, _ and -"):
+        sqlanon.load_hierarchies(con, dataset, str(shared))
+    with pytest.raises(duckdb.Error, match="letters, digits, _ and -"):
+        con.execute("SELECT sqlanon_load_hierarchies(?, ?)", [dataset, str(shared)])
+    assert snapshot(con) == before
+    assert sqlanon.load_hierarchies(con, "tenantA", str(shared))["attributes"] == ["sex"]
 
 
 def test_cli_load_hierarchies_and_release_lhd(

@@ -245,13 +245,15 @@ $fn$;
 -- policy, counts or member state): the one SECURITY DEFINER function, so that
 -- analysts need no access to sqlanon.releases. `ghosts` is the number of ghost rows
 -- (deleted records kept as members of their group or class), which the release table
--- shows anyway (its ghost / class_ghosts column).
+-- shows anyway (its ghost / class_ghosts column). `null_quasi` lists the quasi columns
+-- an lHD release published NULL values of (as NULL labels, or hidden in '*'), so the
+-- rewriter reads '*' there as possibly NULL: quasi-identifier facts, not sensitive ones.
 -- `schema_name` is the schema the release's tables are in, so that the rewriter names
 -- them whatever the analyst's search path (recorded by the release; for releases made
 -- before, the first schema with a table of that name).
--- Before ghosts the function had no `ghosts` column, and before schemas no
--- `schema_name`; CREATE OR REPLACE cannot change the result type, so an older version
--- is dropped first (grants.sql grants it again).
+-- Before ghosts the function had no `ghosts` column, before NULL quasi values no
+-- `null_quasi`, before schemas no `schema_name`; CREATE OR REPLACE cannot change the
+-- result type, so an older version is dropped first (grants.sql grants it again).
 DO $do$
 BEGIN
     IF EXISTS (
@@ -266,10 +268,11 @@ END
 $do$;
 CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
 RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
-               sensitive jsonb, ghosts integer, schema_name text)
+               sensitive jsonb, ghosts integer, null_quasi jsonb, schema_name text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
        r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0),
+       COALESCE(r.metrics -> 'null_quasi', CAST('[]' AS jsonb)),
        COALESCE(r.parameters ->> 'schema', (
            SELECT n.nspname FROM pg_catalog.pg_class AS c
            JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace

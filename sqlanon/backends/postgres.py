@@ -453,6 +453,7 @@ SQLSTATES: dict[str, str] = {
     "SerializationError": "40001",  # serialization_failure: retry the transaction
     "ConcurrentReleaseError": "55P03",  # lock_not_available: run it again later
     "UndefinedTableError": "42P01",  # undefined_table: no such source table
+    "PermissionDeniedError": "42501",  # insufficient_privilege: the caller may not read it
     "UndefinedColumnError": "42703",  # undefined_column: no such column
     "AmbiguousNameError": "42702",  # ambiguous: quote the name
     "UnsafeReleaseError": "55000",  # object_not_in_prerequisite_state

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sqlanon.errors import ConfigError, InfeasibleError
+from sqlanon.errors import BrokenCellError, ConfigError, InfeasibleError
 from sqlanon.models.cells import Cells
 from sqlanon.models.ke_paper import plan_paper
 from sqlanon.models.ke_plan import KePlan, as_ids, check_parameters
@@ -541,10 +541,9 @@ def _check_old_cells(
     bad = np.flatnonzero((distinct < k) | (high - low < e))
     if len(bad):
         c = bad[0]
-        raise ConfigError(
+        raise BrokenCellError(
             f"published cell {int(ids[c])} has {int(distinct[c])} distinct values and range "
-            f"{float(high[c] - low[c]):g}, below k={k}, e={e:g}: a release family must keep "
-            "the k and e of its first version"
+            f"{float(high[c] - low[c]):g}, below k={k}, e={e:g}"
         )
     return dense
 

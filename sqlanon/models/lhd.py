@@ -133,7 +133,7 @@ class LhdPlan:
     algorithm: str
     class_id: np.ndarray
     class_levels: np.ndarray
-    class_labels: tuple[tuple[str, ...], ...]
+    class_labels: tuple[tuple[str | None, ...], ...]  # None: NULL, the missing value's branch
     class_values: Mapping[str, tuple[frozenset[Any], ...]]
     heights: tuple[int, ...]
     suppressed: int  # absent now, published by an earlier release of the domain
@@ -1026,7 +1026,10 @@ def _finish(problem: _Problem, classes: list[np.ndarray], algorithm: str) -> Lhd
     values = list(zip(*_distinct_values(problem, classes), strict=True)) if classes else []
     order = sorted(
         range(len(classes)),
-        key=lambda i: (labels[i], [sorted(map(repr, v)) for v in values[i]]),
+        key=lambda i: (
+            [(label is not None, label or "") for label in labels[i]],  # NULL sorts first
+            [sorted(map(repr, v)) for v in values[i]],
+        ),
     )
     class_id = np.full(problem.n, -1, dtype=np.int64)
     for new, old in enumerate(order):

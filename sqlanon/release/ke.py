@@ -36,6 +36,7 @@ from sqlanon.release.source import (
 )
 from sqlanon.release.state import (
     DomainScope,
+    explaining_paper_cells,
     grant_readers,
     left_out_counts,
     open_domain,
@@ -213,9 +214,10 @@ def release_ke(
             group[idx] = p.group
             return group, p
 
-        group, plan, cells, chain_held = plan_live(
-            planned, prior, Requirement.ke(sensitive, k, e), attribute_values, chains
-        )
+        with explaining_paper_cells(session, scope, policy):
+            group, plan, cells, chain_held = plan_live(
+                planned, prior, Requirement.ke(sensitive, k, e), attribute_values, chains
+            )
         if policy != "paper":
             refuse_unsafe(prior, cells, {sensitive: values})
         chosen = group >= 0

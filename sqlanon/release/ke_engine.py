@@ -39,7 +39,7 @@ from sqlanon.models.cells import Requirement
 from sqlanon.release import bounds
 from sqlanon.release.plan import plan_live
 from sqlanon.release.source import Source, relation, render_sql
-from sqlanon.release.state import DomainScope, refuse_unsafe
+from sqlanon.release.state import DomainScope, explaining_paper_cells, refuse_unsafe
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
@@ -268,14 +268,15 @@ def _release(
         return group, p
 
     chains = live.chains(session, scope.name, counts["chain_key"]) if linked else []
-    group, plan, cells, chain_held = plan_live(
-        planned,
-        prior,
-        Requirement.ke(sensitive, k, e),
-        {sensitive: values, **{a: counts[alias[a]] for a in others if linked}},
-        chains,
-        weight,
-    )
+    with explaining_paper_cells(session, scope, policy):
+        group, plan, cells, chain_held = plan_live(
+            planned,
+            prior,
+            Requirement.ke(sensitive, k, e),
+            {sensitive: values, **{a: counts[alias[a]] for a in others if linked}},
+            chains,
+            weight,
+        )
     refuse_unsafe(prior, cells, {sensitive: values})
     chosen = group >= 0
 

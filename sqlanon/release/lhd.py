@@ -27,12 +27,13 @@ import numpy as np
 from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
-from sqlanon.hierarchy import Hierarchy, load_directory
+from sqlanon.hierarchy import Hierarchy, check_dataset, load_directory
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
 from sqlanon.release import lhd_engine
 from sqlanon.release.plan import plan_live
 from sqlanon.release.source import (
+    INTEGER,
     NUMERIC,
     Source,
     check_names,
@@ -86,26 +87,33 @@ def attribute_name(name: str) -> str:
 BUNDLED_HIERARCHIES = Path(__file__).resolve().parents[1] / "data" / "hierarchies"
 
 
+def bundled_datasets() -> list[str]:
+    """The datasets sqlanon bundles hierarchies for (``adult``)."""
+    names = (f.name for f in BUNDLED_HIERARCHIES.iterdir())
+    return sorted({n.split("_hierarchy_")[0] for n in names if "_hierarchy_" in n})
+
+
 def load_hierarchies(
     session: Session, dataset: str, folder: str | os.PathLike[str] | None = None
 ) -> dict[str, Any]:
     """Store every ``<dataset>_hierarchy_<attr>.csv`` of ``folder`` in
     ``sqlanon.hierarchies``, replacing that dataset's rows (and widths of the same
     attributes). Without a folder, the hierarchies bundled with sqlanon for ``dataset``
-    (``adult``: ARX's UCI Adult hierarchies). Returns ``{"dataset", "attributes", "rows"}``."""
-    if not isinstance(dataset, str) or not dataset:
-        raise ConfigError(f"dataset must be the source table's name, got {dataset!r}")
+    (``adult``: ARX's UCI Adult hierarchies). Returns ``{"dataset", "attributes", "rows"}``.
+
+    ``dataset`` is a plain name and only files of that exact name directly in ``folder``
+    are read (:func:`sqlanon.hierarchy.load_directory`): on PostgreSQL the folder is on
+    the server, read by the server's OS user on the data owner's behalf."""
+    dataset = check_dataset(dataset)
     if folder is None:
-        folder = BUNDLED_HIERARCHIES
-        if not any(BUNDLED_HIERARCHIES.glob(f"{dataset}_hierarchy_*.csv")):
-            bundled = sorted({f.name.split("_hierarchy_")[0] for f in folder.glob("*.csv")})
+        bundled = bundled_datasets()
+        if dataset not in bundled:
             raise ConfigError(
                 f"sqlanon bundles no hierarchies for {dataset!r} (it bundles "
                 f"{', '.join(map(repr, bundled))}); give the folder holding your "
                 f"{dataset}_hierarchy_<attribute>.csv files"
             )
-    if not os.path.isdir(folder):
-        raise ConfigError(f"hierarchy folder {folder!r} does not exist")
+        folder = BUNDLED_HIERARCHIES
     found = load_directory(folder, dataset)
     rows = [row for h in found.values() for row in h.as_rows()]
     with session.transaction():
@@ -353,6 +361,7 @@ def release_lhd(
         source_rows = 0
         for s in sensitive:
             source_rows = profile_source(session, src, key, s)
+        _refuse_nan(session, src, quasi)
 
         q = session.quote_ident
         read_sql = render_sql(
@@ -377,7 +386,7 @@ def release_lhd(
             table=table, version=version, read_sql=read_sql, hierarchies=hierarchies,
             progress=progress,
         )  # fmt: skip
-        applied = lhd_engine.release(session, job, _refuse_nulls)
+        applied = lhd_engine.release(session, job)
         if applied is None:
             applied = _release_rows(session, job)
         if applied.unchanged:
@@ -404,6 +413,8 @@ def release_lhd(
                 **applied.changes,
                 "ghosts": applied.ghosts,
                 "chain_held_back": applied.chain_held,
+                # The rewriter reads '*' in these columns as possibly NULL.
+                **({"null_quasi": applied.null_quasi} if applied.null_quasi else {}),
             },
             domain=scope.name,
             seq=scope.seq,
@@ -412,11 +423,28 @@ def release_lhd(
     return summary_of(summary)
 
 
-def _refuse_nulls(column: str, count: int, keys: Sequence[Any]) -> None:
-    shown = ", ".join(str(k) for k in keys[:10])
-    raise ConfigError(
-        f"quasi column {column!r} has {count} NULL values (keys {shown}); fill or filter them"
-    )
+def _refuse_nan(session: Session, src: Source, quasi: Sequence[str]) -> None:
+    """A NULL quasi-identifier is a value like any other (its own branch of the
+    hierarchy); a NaN is not one sqlanon can generalize: SQL orders it above every
+    number, unlike NULL, as which a numeric column's NaN would read. Refused here, in
+    SQL, where the two differ."""
+    for column in quasi:
+        if not NUMERIC.search(src.columns[column].lower()) or INTEGER.search(
+            src.columns[column].lower()
+        ):
+            continue
+        sql = render_sql(
+            session,
+            "lhd_nan_count",
+            column=session.quote_ident(column),
+            source=src.qualified(session),
+        )
+        count = int(session.query(sql)[0][0])
+        if count:
+            raise ConfigError(
+                f"quasi column {column!r} has {count} NaN values; set them to NULL (a value "
+                "of its own in every hierarchy) or filter them"
+            )
 
 
 def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
@@ -435,10 +463,6 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
     keys = rows["record_key"]
     if progress is not None:
         progress("rows read", int(keys.size))
-    for column in quasi:
-        missing = np.array([v is None or v != v for v in rows[column].tolist()])
-        if missing.any():
-            _refuse_nulls(column, int(missing.sum()), keys[missing][:10].tolist())
     if scope.last is None:
         rows["domain_cell"] = np.full(keys.size, -1, dtype=np.int64)
     changes = live.apply_changes(session, scope.name, scope.last, last, src, key, keys, rows)
@@ -551,4 +575,5 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
         changes=changes.as_metrics(),
         ghosts=int(chosen[live_rows:].sum()),
         chain_held=chain_held,
+        null_quasi=lhd_engine.published_nulls(data, np.flatnonzero(chosen)),
     )

@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
-from sqlanon.hierarchy import Hierarchy
+from sqlanon.hierarchy import Hierarchy, missing_mask
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import UNIT_SINGLES, LhdPlan, plan_lhd
 from sqlanon.release.ke_engine import shuffle_key
@@ -58,6 +57,7 @@ class Applied:
     changes: dict[str, int] = field(default_factory=dict)
     ghosts: int = 0  # ghost rows the release table shows (the row path)
     chain_held: int = 0  # records the chain rule left out (the row path)
+    null_quasi: list[str] = field(default_factory=list)  # see published_nulls
 
 
 @dataclass(frozen=True)
@@ -86,18 +86,15 @@ class Job:
     progress: Callable[[str, int], None] | None
 
 
-def release(
-    session: Session, job: Job, null_check: Callable[[str, int, Sequence[Any]], None]
-) -> Applied | None:
+def release(session: Session, job: Job) -> Applied | None:
     """Write ``job`` on the engine path inside the caller's transaction; the caller
-    records the catalog row. ``null_check(column, count, keys)`` refuses NULL
-    quasi-identifiers as the row path does. None, having written nothing, when this
-    release needs the row path."""
+    records the catalog row. None, having written nothing, when this release needs the
+    row path."""
     if session.dialect not in ("duckdb", "postgres"):
         return None
     _drop_temp(session)
     try:
-        applied = _release(session, job, null_check)
+        applied = _release(session, job)
     except BaseException:
         # The caller rolls back (temporary tables with it); a cleanup in a transaction
         # the error aborted would fail and hide the error itself.
@@ -113,9 +110,7 @@ def _drop_temp(session: Session) -> None:
         session.execute(f"DROP TABLE IF EXISTS {name}")
 
 
-def _release(
-    session: Session, job: Job, null_check: Callable[[str, int, Sequence[Any]], None]
-) -> Applied | None:
+def _release(session: Session, job: Job) -> Applied | None:
     src, family, key, scope, last = job.src, job.family, job.key, job.scope, job.last
     quasi, sensitive, l, progress = job.quasi, job.sensitive, job.l, job.progress  # noqa: E741
     q = session.quote_ident
@@ -143,11 +138,6 @@ def _release(
     if progress is not None:
         progress("rows read", int(stats["n"]))
     weight = units["records"].astype(np.int64)
-    for column in quasi:
-        missing = np.array([v is None or v != v for v in units[column].tolist()], dtype=bool)
-        if missing.any():
-            shown = session.query(render_sql(session, "lhd_engine_null_keys", column=q(column)))
-            null_check(column, int(weight[missing].sum()), [r[0] for r in shown])
     n = int(stats["n"])
     inserted = int(stats["inserted"]) if last is not None else n
     changes = live.apply_counted_changes(
@@ -200,6 +190,7 @@ def _release(
     cells = seg_prior.then(class_id, Requirement.lhd(list(sensitive), int(l)))
     refuse_unsafe(seg_prior, cells, seg_values)
     chosen = class_id >= 0
+    null_quasi = published_nulls({c: units[c][at] for c in quasi}, entry[chosen])
     is_ghost = entry >= live_units
     class_ghosts = np.append(np.bincount(class_id[chosen & is_ghost], minlength=plan.n_classes), 0)[
         class_id
@@ -305,7 +296,15 @@ def _release(
         },
         changes=changes.as_metrics(),
         ghosts=int(chosen[on_ghost].sum()),
+        null_quasi=null_quasi,
     )
+
+
+def published_nulls(quasi: dict[str, np.ndarray], published: np.ndarray) -> list[str]:
+    """The quasi columns (values per planner entry) with a missing value (NULL) among the
+    ``published`` entries: the rewriter must then read each of their ``*`` labels as
+    possibly NULL (a NULL joins other values only at the top of its hierarchy)."""
+    return [c for c, values in quasi.items() if missing_mask(values[published]).any()]
 
 
 def stand_ins(cell: np.ndarray, weight: np.ndarray, ghosts: int) -> np.ndarray:

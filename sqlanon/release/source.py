@@ -5,7 +5,7 @@ released, and the helpers that put checked names into SQL."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ from sqlanon.errors import (
     AmbiguousNameError,
     ConfigError,
     InfeasibleError,
+    PermissionDeniedError,
     UndefinedColumnError,
     UndefinedTableError,
 )
@@ -121,6 +122,8 @@ def resolve_source(session: Session, source: object) -> Source:
             f"quote the one you mean, e.g. '{quoted_name(found[0][0])}.{quoted_name(found[0][1])}'"
         )
     if not found:
+        if session.dialect == "postgres":
+            _refuse_unreadable(session, source, schema, table, fits, schema_quoted, table_quoted)
         raise UndefinedTableError(
             f"source table {source!r} does not exist (looked in schema {schema!r}); "
             "give an existing table as table or schema.table (quote mixed-case names: "
@@ -135,6 +138,36 @@ def resolve_source(session: Session, source: object) -> Source:
         else session.query(sqltext.load(session.dialect, "table_columns"), [schema, table])
     )
     return Source(schema, table, columns)
+
+
+def _refuse_unreadable(
+    session: Session,
+    source: str,
+    schema: str,
+    table: str,
+    fits: Callable[[str, str, bool], bool],
+    schema_quoted: bool,
+    table_quoted: bool,
+) -> None:
+    """PostgreSQL: raise :class:`PermissionDeniedError` (42501) when ``source`` exists
+    but the caller may not read it, as PostgreSQL would: a schema it may not use is
+    refused whatever it holds, a table in a usable schema is refused by name. Only the
+    caller's own spelling of the name is shown."""
+    rows = session.query(sqltext.load(session.dialect, "denied_source"), [schema, table])
+    schemas = [r for r in rows if fits(r[0], schema, schema_quoted)]
+    if any(not usable for _s, _t, usable, _c in schemas):
+        caller = schemas[0][3]
+        raise PermissionDeniedError(
+            f"permission denied for the schema of source {source!r}: role {caller!r} may "
+            "not use it; its owner may GRANT USAGE ON SCHEMA ... to the releasing role"
+        )
+    tables = [r for r in schemas if r[1] is not None and fits(r[1], table, table_quoted)]
+    if tables:
+        caller = tables[0][3]
+        raise PermissionDeniedError(
+            f"permission denied for source table {source!r}: role {caller!r} may not read "
+            "it; its owner may GRANT SELECT ON it to the releasing role"
+        )
 
 
 def current_schema(session: Session) -> str:

@@ -5,7 +5,8 @@ kept values, cells, the catalog row's summary, and what it publishes beside its 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 from sqlanon import catalog, domain, live, sqltext
 from sqlanon.backends.base import Session
 from sqlanon.errors import (
+    BrokenCellError,
     ConfigError,
     UnsafeReleaseError,
 )
@@ -47,6 +49,15 @@ class DomainScope:
             return set()
         links = session.query(sqltext.load(session.dialect, "live_links"), [self.name])
         return {str(x) for link in links for x in link}
+
+    def paper_releases(self, session: Session) -> list[str]:
+        """``family vN`` of each release of the domain made under the seeds' unsafe
+        policy ``paper``."""
+        return [
+            f"{r.family} v{r.version}"
+            for r in catalog.domain_releases(session, self.name)
+            if r.model == "ke" and r.parameters.get("policy") == "paper"
+        ]
 
     def hashes(self, session: Session, key: str) -> dict[str, str]:
         """The read's fingerprint columns: ``value_hashed`` over the attributes after
@@ -89,6 +100,27 @@ def open_domain(
     before = domain.require_columns(src, name, domain.attributes(last))
     after = sorted(set(before) | set(sensitive))
     return DomainScope(name, last, 1 if last is None else last.seq + 1, before, after)
+
+
+@contextmanager
+def explaining_paper_cells(session: Session, scope: DomainScope, policy: str) -> Iterator[None]:
+    """Around a (k,e) plan: a cell that an earlier release left below its requirement
+    (:class:`BrokenCellError`) comes from the seeds' unsafe ``paper`` rule; say so, and
+    what to do, rather than only which cell fell short."""
+    try:
+        yield
+    except BrokenCellError as exc:
+        paper = [] if policy == "paper" else scope.paper_releases(session)
+        if not paper:
+            raise
+        raise UnsafeReleaseError(
+            f"domain {scope.name!r} was published under the seeds' unsafe 'paper' rule "
+            f"({', '.join(paper)}), which exposed records ({exc.shortfall}). The safe rule cannot "
+            "continue that domain, as every later release would keep them exposed. Either "
+            "keep policy 'paper' for it knowingly (the audit shows whom it exposes), or, if "
+            "nobody holds those releases, start a new family in a new domain: release a "
+            "copy or view of the source with domain := '<new name>'"
+        ) from exc
 
 
 def refuse_unsafe(before: Cells, after: Cells, values: dict[str, np.ndarray]) -> None:

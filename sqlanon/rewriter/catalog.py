@@ -48,10 +48,16 @@ class LabelDomain:
     ``[low, high)``, ``low == high`` for a raw number, ``(-inf, inf)`` for ``*``. Labels
     in neither are treated as unknown (a predicate on them may or may not hold).
     Hierarchies are public generalization metadata, so analysts may see all of this.
+
+    ``nulls``: the release published NULL values of the column (release metric
+    ``null_quasi``). A NULL value has a branch of its own in every hierarchy (NULL below
+    the top, ``*`` at the top), so a NULL label stands for NULL exactly and ``*`` may
+    stand for NULL too.
     """
 
     leaves: Mapping[str, frozenset[str]] = field(default_factory=dict)
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    nulls: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,7 +234,9 @@ def _interval(label: str) -> tuple[float, float] | None:
 
 
 def label_domain(
-    hierarchy_rows: Iterable[Sequence[Any]] = (), published: Iterable[str] = ()
+    hierarchy_rows: Iterable[Sequence[Any]] = (),
+    published: Iterable[str | None] = (),
+    nulls: bool = False,
 ) -> LabelDomain:
     """The :class:`LabelDomain` of one quasi column.
 
@@ -236,15 +244,25 @@ def label_domain(
     ``sqlanon.hierarchies``); without them the column has a numeric widths hierarchy and
     the ``published`` labels are parsed as intervals. A label text found at several
     levels stands for the union of its leaves (a superset keeps the bounds sound).
+    ``nulls``: the release published NULL values of the column.
     """
     leaves: dict[str, set[str]] = {}
     for value, _level, label in hierarchy_rows:
         leaves.setdefault(str(label), set()).add(str(value))
     if leaves:
-        return LabelDomain(leaves={k: frozenset(v) for k, v in leaves.items()})
+        return LabelDomain(leaves={k: frozenset(v) for k, v in leaves.items()}, nulls=nulls)
     intervals = {}
     for label in published:
-        parsed = _interval(str(label))
+        parsed = None if label is None else _interval(str(label))
         if parsed is not None:
             intervals[str(label)] = parsed
-    return LabelDomain(intervals=intervals)
+    return LabelDomain(intervals=intervals, nulls=nulls)
+
+
+def null_quasi(metrics: Any, table: str) -> frozenset[str]:
+    """The quasi columns a release published NULL values of (its metric ``null_quasi``;
+    ``metrics`` as in :func:`catalog_from_rows`)."""
+    found = (_json_object(metrics, "metrics", table) or {}).get("null_quasi") or []
+    if not isinstance(found, list) or not all(isinstance(c, str) for c in found):
+        raise ConfigError(f"release {table!r}: metrics.null_quasi must list column names")
+    return frozenset(found)

@@ -30,8 +30,14 @@ component; integers for integral intervals and literals); components combine as
 independent (AND multiplies, OR = a + b - ab, NOT = 1 - a). COUNT est = sum f, SUM est =
 sum f*S, AVG est = their ratio; MIN/MAX est over sure rows and rows with f >= 1/2.
 
-GROUP BY a quasi column groups by its published label. lHD releases refuse NULL quasi
-and sensitive values, so COUNT(column) is COUNT(*).
+GROUP BY a quasi column groups by its published label. NULL quasi values are values
+like any other, with a branch of their own in each hierarchy (NULL below the top, ``*``
+at the top): in a column the release published NULLs of (``LabelDomain.nulls``), a NULL
+label is a raw NULL, on which a condition is true, false or NULL as SQL says (NULL
+selects nothing, negated or not), and ``*`` may hide a NULL; each label's component
+code records which of the three the condition may take. COUNT of such a column is
+refused (COUNT(*) with ``IS NOT NULL`` says the same); lHD releases refuse NULL
+sensitive values, so COUNT of any other column is COUNT(*).
 
 A release with ghosts (``class_ghosts``) is answered by :mod:`sqlanon.rewriter.lhd_ghosts`
 from the same per-row flags.
@@ -43,6 +49,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlglot import exp
 
@@ -54,11 +61,17 @@ from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
 
-# Component codes per row: 0 = never, 1 = possible, 2 = sure.
-_NEVER, _POSSIBLE, _SURE = 0, 1, 2
+# Component codes per row: which values the condition may take there. Never (false
+# only), possible (true or false), sure (true only); on a NULL raw value it may also be
+# NULL (SQL's unknown: neither true nor false): NULL only, true or NULL, false or NULL.
+_NEVER, _POSSIBLE, _SURE, _NULL_ONLY, _TRUE_OR_NULL, _FALSE_OR_NULL = 0, 1, 2, 3, 4, 5
+_MAY_BE_TRUE = (_POSSIBLE, _SURE, _TRUE_OR_NULL)
+_MAY_BE_FALSE = (_NEVER, _POSSIBLE, _FALSE_OR_NULL)
+_TOP = "*"
 
 Value = str | float
 Truth = bool | None  # None: cannot tell (counts as both)
+SqlTruth = bool | Literal["null"]  # a condition's value on a raw NULL: "null" is unknown
 
 
 # --- evaluating a one-column condition on one raw value ------------------------------------
@@ -149,7 +162,7 @@ def _truth(node: exp.Expr, value: Value) -> Truth:
         return _or(_truth(node.left, value), _truth(node.right, value))
     if isinstance(node, exp.Is):
         if isinstance(node.expression, exp.Null):
-            return False  # lHD releases refuse NULL quasi values
+            return False  # ``value`` is a raw value, never NULL (see _null_truth)
         raise UnsupportedQueryError(f"IS {node.expression.sql()} on a quasi-identifier")
     if isinstance(node, exp.Between):
         return _and(
@@ -171,6 +184,28 @@ def _truth(node: exp.Expr, value: Value) -> Truth:
     if type(node) in _ORDER:
         return _compare(type(node), node.this, node.expression, value)
     raise UnsupportedQueryError(f"{type(node).__name__} on a quasi-identifier: {node.sql()}")
+
+
+def _null_truth(node: exp.Expr) -> SqlTruth:
+    """``node`` (reading one column) where that column is NULL, by SQL's three-valued
+    logic: a comparison, BETWEEN, IN or LIKE is unknown, IS NULL true."""
+    if isinstance(node, exp.Paren):
+        return _null_truth(node.this)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Not):
+        inner = _null_truth(node.this)
+        return inner if inner == "null" else not inner
+    if isinstance(node, exp.And | exp.Or):
+        a, b = _null_truth(node.left), _null_truth(node.right)
+        decisive = isinstance(node, exp.Or)  # true decides an OR, false an AND
+        if decisive in (a, b):
+            return decisive
+        return "null" if "null" in (a, b) else not decisive
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+        return True
+    _truth(node, "")  # refuses what _truth refuses, whatever the value
+    return "null"
 
 
 def _compare(op: type[exp.Expr], left: exp.Expr, right: exp.Expr, value: Value) -> Truth:
@@ -209,6 +244,36 @@ def _literals(node: exp.Expr) -> list[float]:
 class _Judgement:
     code: int
     fraction: float
+
+
+def _code(true: bool, false: bool, null: bool) -> int:
+    """The component code of a condition that may be true, false and/or NULL."""
+    if true and false:
+        return _POSSIBLE
+    if true:
+        return _TRUE_OR_NULL if null else _SURE
+    if false:
+        return _FALSE_OR_NULL if null else _NEVER
+    return _NULL_ONLY
+
+
+def _judge_null(node: exp.Expr) -> _Judgement:
+    """``node`` on a row whose label is NULL: its raw value is NULL."""
+    value = _null_truth(node)
+    return _Judgement(_code(value is True, value is False, value == "null"), float(value is True))
+
+
+def _with_null(judged: _Judgement, node: exp.Expr, leaves: int | None) -> _Judgement:
+    """``judged`` for a label that may also stand for NULL (``*`` in a column holding
+    NULLs). For the estimate NULL is one more leaf; ``leaves``: the label's number of
+    leaves, None for an interval (then the interval and NULL weigh half each)."""
+    value = _null_truth(node)
+    true = judged.code in _MAY_BE_TRUE or value is True
+    false = judged.code in _MAY_BE_FALSE or value is False
+    null = judged.code in (_NULL_ONLY, _TRUE_OR_NULL, _FALSE_OR_NULL) or value == "null"
+    weight = 1.0 if leaves is None else float(leaves)
+    fraction = (judged.fraction * weight + float(value is True)) / (weight + 1)
+    return _Judgement(_code(true, false, null), fraction)
 
 
 def _judge(truths: Iterable[Truth], weights: Iterable[float] | None = None) -> _Judgement:
@@ -266,9 +331,12 @@ def _judge_interval(node: exp.Expr, low: float, high: float) -> _Judgement:
 
 def _judge_label(node: exp.Expr, domain: LabelDomain, label: str) -> _Judgement | None:
     if label in domain.leaves:
-        return _judge([_truth(node, leaf) for leaf in sorted(domain.leaves[label])])
+        leaves = sorted(domain.leaves[label])
+        judged = _judge([_truth(node, leaf) for leaf in leaves])
+        return _with_null(judged, node, len(leaves)) if domain.nulls and label == _TOP else judged
     if label in domain.intervals:
-        return _judge_interval(node, *domain.intervals[label])
+        judged = _judge_interval(node, *domain.intervals[label])
+        return _with_null(judged, node, None) if domain.nulls and label == _TOP else judged
     return None
 
 
@@ -346,6 +414,13 @@ class _Compiler:
         codes: list[exp.If] = []
         fractions: list[exp.If] = []
         labels = sorted({*domain.leaves, *domain.intervals})
+        if domain.nulls:  # a NULL label: the raw value is NULL
+            on_null = _judge_null(node)
+            is_null = exp.Is(this=_col("t", column), expression=exp.Null())
+            codes.append(exp.If(this=is_null, true=exp.Literal.number(on_null.code)))
+            fractions.append(
+                exp.If(this=is_null.copy(), true=exp.Literal.number(repr(on_null.fraction)))
+            )
         for label in labels:
             judged = _judge_label(node, domain, label)
             if judged is None:
@@ -365,9 +440,9 @@ class _Compiler:
             )
         )
         return _Flags(
-            _f(f"{code.sql()} >= {_POSSIBLE}"),
+            _f(f"{code.sql()} IN {_MAY_BE_TRUE}"),
             _f(f"{code.sql()} = {_SURE}"),
-            _f(f"{code.sql()} <= {_POSSIBLE}"),
+            _f(f"{code.sql()} IN {_MAY_BE_FALSE}"),
             _f(f"{code.sql()} = {_NEVER}"),
             frac,
         )
@@ -398,6 +473,14 @@ def build(query: Query) -> exp.Select:
             f"release {release.table!r} is an lHD release whose hierarchies are not in the "
             "catalog; build the catalog with sqlanon.intervals.release_catalog on DuckDB"
         )
+    for agg in query.aggregates:
+        if agg.func == "count" and agg.column in release.quasi:
+            if release.domains.get(agg.column, LabelDomain()).nulls:
+                raise UnsupportedQueryError(
+                    f"COUNT({agg.column}) over {release.table!r}, which published NULL "
+                    f"values of {agg.column!r} under generalized labels: write COUNT(*) "
+                    f"with WHERE {agg.column} IS NOT NULL"
+                )
     compiler = _Compiler(query)
     groups = [f"g{i}" for i in range(len(query.group_by))]
     values: dict[str, str] = {}
