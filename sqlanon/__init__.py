@@ -23,6 +23,7 @@ from sqlanon.api import (
     set_limit,
 )
 from sqlanon.errors import (
+    BlockedByReadersError,
     ConcurrentReleaseError,
     ConfigError,
     InfeasibleError,
@@ -35,6 +36,7 @@ from sqlanon.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BlockedByReadersError",
     "ConcurrentReleaseError",
     "ConfigError",
     "InfeasibleError",

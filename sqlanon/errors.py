@@ -52,6 +52,11 @@ class ConcurrentReleaseError(SqlanonError):
     """Another release of the same family is running; retry when it has finished."""
 
 
+class BlockedByReadersError(SqlanonError):
+    """Open transactions reading a family's view kept a release from pointing the view
+    at its new table for longer than it may wait (PostgreSQL); nothing was written."""
+
+
 class UnsupportedQueryError(SqlanonError):
     """The interval rewriter cannot answer this query soundly. Its message is one line
     of plain text, whatever part of the analyst's query it quotes."""

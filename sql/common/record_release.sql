@@ -1,4 +1,5 @@
--- The catalog row of a release: written last, it commits the release.
+-- The catalog row of a release: written last, it commits the release (on PostgreSQL only
+-- the view switch follows it, sqlanon.release.publish).
 INSERT INTO sqlanon.releases (family, version, table_name, model, source, parameters,
                               rows_published, held_back, suppressed, groups, sum_of_errors,
                               source_rows, metrics, domain, seq)

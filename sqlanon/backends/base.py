@@ -70,3 +70,16 @@ class ListsCatalog(Protocol):
     def table_columns(self, schema: str, table: str) -> list[tuple[str, str]]:
         """``(column, data type)`` of one table, in order."""
         ...
+
+
+@runtime_checkable
+class WaitsForReaders(Session, Protocol):
+    """A :class:`Session` whose engine makes a statement that replaces a view wait for every open
+    transaction reading it, and queues new reads behind that wait (PostgreSQL's ACCESS
+    EXCLUSIVE lock). :mod:`sqlanon.release.publish` takes such a lock in short attempts."""
+
+    def try_briefly(self, statements: Sequence[str], lock_timeout: float) -> bool:
+        """Run ``statements`` all or nothing, each waiting at most ``lock_timeout``
+        seconds for a lock; False, with none of them done, when one was not granted in
+        time. The caller's own ``lock_timeout`` is in force again afterwards."""
+        ...

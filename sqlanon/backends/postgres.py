@@ -161,6 +161,18 @@ class PsycopgSession:
         except errors.LockNotAvailable as exc:
             raise _concurrent(family) from exc
 
+    def try_briefly(self, statements: Sequence[str], lock_timeout: float) -> bool:
+        """``statements`` in a savepoint under a short ``lock_timeout`` (seconds); False,
+        rolled back to the savepoint, when a lock was not granted in time."""
+        from psycopg import errors
+
+        try:
+            with self._conn.transaction():
+                _run_briefly(self, statements, lock_timeout)
+        except errors.LockNotAvailable:
+            return False
+        return True
+
 
 class PlpySession:
     """A :class:`Session` inside a PL/Python function, over the ``plpy`` module.
@@ -321,6 +333,17 @@ class PlpySession:
         except self._plpy.spiexceptions.LockNotAvailable as exc:
             raise _concurrent(family) from exc
 
+    def try_briefly(self, statements: Sequence[str], lock_timeout: float) -> bool:
+        """``statements`` in their own subtransaction under a short ``lock_timeout``
+        (seconds); False, the subtransaction rolled back, when a lock was not granted in
+        time (a failed statement outside one would abort the caller's transaction)."""
+        try:
+            with self._plpy.subtransaction():
+                _run_briefly(self, statements, lock_timeout)
+        except self._plpy.spiexceptions.LockNotAvailable:
+            return False
+        return True
+
 
 def python_info() -> str:
     """What a PL/Python function imports: sqlanon's directory and versions, as JSON."""
@@ -429,6 +452,22 @@ def _inline_nulls(sql: str, values: Sequence[Any]) -> str:
     return _PARAM.sub(lambda m: "NULL" if int(m.group(1)) in nulls else m.group(0), sql)
 
 
+_SET_LOCK_TIMEOUT = "SELECT pg_catalog.set_config('lock_timeout', $1, true)"
+
+
+def _run_briefly(
+    session: PsycopgSession | PlpySession, statements: Sequence[str], lock_timeout: float
+) -> None:
+    """``statements`` under ``lock_timeout`` seconds (at least 1 ms: 0 would wait for
+    ever), then the caller's value again. Inside a savepoint or subtransaction: when it
+    rolls back, so does the setting."""
+    ((before,),) = session.query("SELECT pg_catalog.current_setting('lock_timeout')")
+    session.execute(_SET_LOCK_TIMEOUT, [f"{max(1, round(lock_timeout * 1000))}ms"])
+    for statement in statements:
+        session.execute(statement)
+    session.execute(_SET_LOCK_TIMEOUT, [before])
+
+
 def _concurrent(family: str) -> ConcurrentReleaseError:
     return ConcurrentReleaseError(
         f"another release of family {family!r} holds its lock and lock_timeout ran out; "
@@ -451,6 +490,7 @@ SQLSTATES: dict[str, str] = {
     "QueryLimitError": "54000",  # program_limit_exceeded: the query is too large
     "UnsupportedQueryError": "0A000",  # feature_not_supported: rewrite the query
     "SerializationError": "40001",  # serialization_failure: retry the transaction
+    "BlockedByReadersError": "55P03",  # lock_not_available: end the readers' transactions
     "ConcurrentReleaseError": "55P03",  # lock_not_available: run it again later
     "UndefinedTableError": "42P01",  # undefined_table: no such source table
     "PermissionDeniedError": "42501",  # insufficient_privilege: the caller may not read it

@@ -20,6 +20,7 @@ from sqlanon.models.cells import Requirement
 from sqlanon.release import ke_engine
 from sqlanon.release.ke_rows import write_rows
 from sqlanon.release.plan import plan_live
+from sqlanon.release.publish import publish
 from sqlanon.release.source import (
     INTEGER,
     NUMERIC,
@@ -37,10 +38,8 @@ from sqlanon.release.source import (
 from sqlanon.release.state import (
     DomainScope,
     explaining_paper_cells,
-    grant_readers,
     left_out_counts,
     open_domain,
-    publish_view,
     refuse_unsafe,
     summary_of,
     unchanged,
@@ -251,8 +250,6 @@ def release_ke(
         )
         if progress is not None:
             progress("rows written", int(chosen.sum()))
-        publish_view(session, family, table)
-        grant_readers(session, _published(session, family, table))
         write_state(
             session, family, version, scope, src, key, keys, live_rows, prior, cells, ghosts
         )
@@ -278,7 +275,7 @@ def release_ke(
             domain=scope.name,
             seq=scope.seq,
         )
-        catalog.record_release(session, summary)
+        publish(session, summary, _readable(session, table))
     return summary_of(summary)
 
 
@@ -303,8 +300,6 @@ def record_engine_release(
         return {**summary_of(last), "unchanged": True}
     plan = applied.plan
     assert plan is not None
-    publish_view(session, family, table)
-    grant_readers(session, _published(session, family, table))
     summary = catalog.Release(
         family=family,
         version=version,
@@ -326,14 +321,15 @@ def record_engine_release(
         domain=scope.name,
         seq=scope.seq,
     )
-    catalog.record_release(session, summary)
+    publish(session, summary, _readable(session, table))
     return summary_of(summary)
 
 
-def _published(session: Session, family: str, table: str) -> list[str]:
-    """What a (k,e) release gives analysts: its table, the family's view, its bounds."""
+def _readable(session: Session, table: str) -> list[str]:
+    """What analysts may read of a (k,e) release besides its view: its table and its
+    bounds table."""
     bounds = f"{session.quote_ident('sqlanon')}.{session.quote_ident(table + '_bounds')}"
-    return [relation(session, table), relation(session, family), bounds]
+    return [relation(session, table), bounds]
 
 
 def _check_ke_parameters(k: object, e: object, policy: object) -> tuple[int, float]:

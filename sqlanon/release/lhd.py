@@ -32,6 +32,7 @@ from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
 from sqlanon.release import lhd_engine
 from sqlanon.release.plan import plan_live
+from sqlanon.release.publish import publish
 from sqlanon.release.source import (
     INTEGER,
     NUMERIC,
@@ -50,11 +51,9 @@ from sqlanon.release.source import (
     resolve_source,
 )
 from sqlanon.release.state import (
-    grant_readers,
     left_out_counts,
     load_members,
     open_domain,
-    publish_view,
     random_order,
     refuse_unsafe,
     summary_of,
@@ -393,8 +392,6 @@ def release_lhd(
             assert last is not None
             return {**summary_of(last), "unchanged": True}
         assert applied.plan is not None
-        publish_view(session, family, table)
-        grant_readers(session, [relation(session, table), relation(session, family)])
         summary = catalog.Release(
             family=family,
             version=version,
@@ -419,7 +416,7 @@ def release_lhd(
             domain=scope.name,
             seq=scope.seq,
         )
-        catalog.record_release(session, summary)
+        publish(session, summary, [relation(session, table)])
     return summary_of(summary)
 
 

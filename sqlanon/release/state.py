@@ -1,6 +1,6 @@
 """A release's place in its domain and the private state it reads and writes: members,
-kept values, cells, the catalog row's summary, and what it publishes beside its table
-(the view, the grants)."""
+kept values, cells, the catalog row's summary, and the grants on what it publishes
+(:mod:`sqlanon.release.publish` points the view at it)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from sqlanon.release.source import (
     JOINABLE,
     Source,
     idents,
-    relation,
     render_sql,
 )
 
@@ -255,17 +254,6 @@ def write_state(
     )  # fmt: skip
     write_members(session, family, version, ghosts=ghosts.count > 0)
     domain.write_cells(session, family, version, cells)
-
-
-def publish_view(session: Session, family: str, table: str) -> None:
-    session.execute(
-        render_sql(
-            session,
-            "point_view",
-            family=relation(session, family),
-            release=relation(session, table),
-        )
-    )
 
 
 def grant_readers(session: Session, relations: Sequence[str]) -> None:
