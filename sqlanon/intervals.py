@@ -28,7 +28,8 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
         # quasi columns it published NULLs of.
         sql = (
             "SELECT family, version, table_name, model, CAST(jsonb_build_object("
-            "'quasi', quasi, 'sensitive', sensitive, 'schema', schema_name) AS text) "
+            "'quasi', quasi, 'sensitive', sensitive, 'schema', schema_name, "
+            "'bounds_schema', 'sqlanon_bounds') AS text) "
             "AS parameters, "
             "CAST(jsonb_build_object('ghosts', ghosts, 'null_quasi', null_quasi) AS text)"
             " AS metrics "

@@ -117,9 +117,14 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
 
     root = Path(python_root) if python_root is not None else DEFAULT_PYTHON_ROOT
     with psycopg.connect(url, autocommit=True) as conn:
-        from sqlanon.backends.postgres import PsycopgSession
+        from sqlanon.backends.postgres import PINNED_PATH, PsycopgSession
 
-        session = PsycopgSession(conn)
+        # This connection is the installer's own: pin its path before any query that
+        # could resolve an operator (whoever may create in a schema of the URL's path
+        # could plant one); the data steps still find old releases in its schema.
+        (schema,) = conn.execute("SELECT pg_catalog.current_schema()").fetchone() or (None,)
+        conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", [PINNED_PATH])
+        session = PsycopgSession(conn, schema=schema)
         session.execute("SELECT pg_advisory_lock(hashtext('sqlanon:install'))")
         try:
             _create_plpython(conn)

@@ -253,6 +253,7 @@ PG_FUNCTIONS = frozenset(
 _SYNTAX = frozenset(
     """
     all and any array as between cast char character check coalesce decimal exists filter
+    operator
     from greatest grouping in join key least not nullif numeric on or over primary
     references row select table unique using values varchar view when where with
     """.split()

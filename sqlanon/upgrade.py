@@ -64,4 +64,5 @@ _DATA_STEPS: dict[str, Callable[[Session], None]] = {
     "003_ke_bounds_runs": bounds.rebuild_ke_bounds,
     "005_domains": domain.rebuild,
     "007_live_tables": live.rebuild,
+    "010_bounds_schema": bounds.move_bounds_tables,
 }

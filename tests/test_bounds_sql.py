@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.models.ke_bounds import COLUMNS, bounds_columns
 from sqlanon.release.bounds import write_bounds_counts
-from sqlanon.release.source import Source
+from sqlanon.release.source import Source, bounds_relation
 
 groups = st.lists(
     st.lists(st.integers(-5, 5) | st.integers(-(10**6), 10**6), min_size=1, max_size=300),
@@ -39,8 +39,9 @@ def entries(group_values: list[list[int]], pieces: int) -> tuple[np.ndarray, ...
 
 
 def build(session: Any, group_values: list[list[int]], pieces: int) -> list[tuple[Any, ...]]:
-    session.execute("CREATE SCHEMA IF NOT EXISTS sqlanon")
-    session.execute('DROP TABLE IF EXISTS sqlanon."fam_v1_bounds"')
+    bounds = bounds_relation(session, "fam_v1")
+    session.execute(f"CREATE SCHEMA IF NOT EXISTS {bounds.split('.')[0]}")
+    session.execute(f"DROP TABLE IF EXISTS {bounds}")
     src = Source("main", "t", {"s": "BIGINT"})
     values, counts, group = entries(group_values, pieces)
     write_bounds_counts(session, src, "s", "fam_v1", values, counts, group)
@@ -48,7 +49,7 @@ def build(session: Any, group_values: list[list[int]], pieces: int) -> list[tupl
     return [
         tuple(r)
         for r in session.query(
-            f'SELECT {", ".join(COLUMNS)} FROM sqlanon."fam_v1_bounds" ORDER BY {order}'  # noqa: S608
+            f"SELECT {', '.join(COLUMNS)} FROM {bounds} ORDER BY {order}"  # noqa: S608
         )
     ]
 

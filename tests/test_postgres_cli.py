@@ -70,7 +70,7 @@ def test_install_release_audit_and_query_by_url(
     with psycopg.connect(pg_db, autocommit=True) as conn:
         granted = conn.execute(
             "SELECT has_table_privilege('sqlanon_analyst', 'people_ke_v1', 'SELECT'),"
-            " has_table_privilege('sqlanon_analyst', 'sqlanon.people_ke_v1_bounds', 'SELECT'),"
+            " has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.people_ke_v1_bounds', 'SELECT'),"
             " has_table_privilege('sqlanon_analyst', 'people', 'SELECT')"
         ).fetchone()
     assert granted == (True, True, False)

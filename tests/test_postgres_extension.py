@@ -93,7 +93,7 @@ def state(conn: Any) -> dict[str, list[str]]:
     migrations ledger, whose applied_at is when a database got the migration."""
     tables = conn.execute(
         "SELECT table_schema, table_name FROM information_schema.tables"
-        " WHERE table_schema IN ('sqlanon', 'public') AND table_type = 'BASE TABLE'"
+        " WHERE table_schema IN ('sqlanon', 'sqlanon_bounds', 'public') AND table_type = 'BASE TABLE'"
         " AND table_name <> 'migrations' ORDER BY 1, 2"
     ).fetchall()
     return {
@@ -168,14 +168,14 @@ def test_create_extension_then_release_query_and_drop(
     pg_conn.execute("DROP EXTENSION sqlanon")
     left = pg_conn.execute(
         "SELECT to_regclass('sqlanon.releases'), to_regclass('sqlanon.migrations'),"
-        " to_regclass('sqlanon.people_ke_v2_bounds')::text, to_regclass('people_ke')::text,"
+        " to_regclass('sqlanon_bounds.people_ke_v2_bounds')::text, to_regclass('people_ke')::text,"
         " to_regclass('people_lhd_v1')::text, to_regproc('sqlanon.interval'),"
         " (SELECT count(*) FROM pg_roles WHERE rolname IN ('sqlanon_owner', 'sqlanon_analyst'))"
     ).fetchone()
     assert left == (
         None,
         None,
-        "sqlanon.people_ke_v2_bounds",
+        "sqlanon_bounds.people_ke_v2_bounds",
         "people_ke",
         "people_lhd_v1",
         None,
@@ -211,7 +211,7 @@ def test_alter_extension_update_from_the_previous_version_keeps_the_releases(
     create_extension(pg_conn, previous.version)
     release_history(pg_conn)
     before = state(pg_conn)
-    bounds_oid = one(pg_conn, "SELECT 'sqlanon.people_ke_v2_bounds'::regclass::oid")
+    bounds_oid = one(pg_conn, "SELECT 'sqlanon_bounds.people_ke_v2_bounds'::regclass::oid")
     assert one(pg_conn, "SELECT sqlanon.python_info()")["python_dir"] == str(previous_dir)
 
     current = place_extension(install_python_dir(pg_python_root, python_version=python))
@@ -229,11 +229,11 @@ def test_alter_extension_update_from_the_previous_version_keeps_the_releases(
     assert ledger == [(name,) for name in every]
     # The data step ran (a new bounds table), in the release's schema, and left it out
     # of the extension and readable by analysts; every row is as it was.
-    assert one(pg_conn, "SELECT 'sqlanon.people_ke_v2_bounds'::regclass::oid") != bounds_oid
+    assert one(pg_conn, "SELECT 'sqlanon_bounds.people_ke_v2_bounds'::regclass::oid") != bounds_oid
     assert not any("people" in m for m in members_of_extension(pg_conn))
     assert one(
         pg_conn,
-        "SELECT has_table_privilege('sqlanon_analyst', 'sqlanon.people_ke_v2_bounds', 'SELECT')",
+        "SELECT has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.people_ke_v2_bounds', 'SELECT')",
     )
     assert state(pg_conn) == before
     info = one(pg_conn, "SELECT sqlanon.python_info()")
@@ -280,7 +280,7 @@ def test_pg_dump_and_restore_keep_the_releases_and_their_state(
             )
             granted = one(
                 copy,
-                "SELECT has_table_privilege('sqlanon_analyst', 'sqlanon.people_ke_v2_bounds',"
+                "SELECT has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.people_ke_v2_bounds',"
                 " 'SELECT') AND has_table_privilege('sqlanon_analyst', 'people_lhd', 'SELECT')"
                 " AND NOT has_table_privilege('sqlanon_analyst', 'sqlanon.members', 'SELECT')"
                 " AND has_schema_privilege('sqlanon_analyst', 'sqlanon', 'USAGE')"

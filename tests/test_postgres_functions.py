@@ -77,7 +77,7 @@ def one(conn: Any, query: str, params: Any = None) -> Any:
 def relations(conn: Any) -> list[tuple[str, str]]:
     return conn.execute(
         "SELECT table_schema, table_name FROM information_schema.tables"
-        " WHERE table_schema IN ('public', 'sqlanon') ORDER BY 1, 2"
+        " WHERE table_schema IN ('public', 'sqlanon', 'sqlanon_bounds') ORDER BY 1, 2"
     ).fetchall()
 
 
@@ -125,7 +125,7 @@ def test_release_ke_twice_with_an_append_matches_duckdb_in_shape(adult: Any) -> 
     for schema, pg_schema, table in [
         ("main", "public", "adult_ke_v1"),
         ("main", "public", "adult_ke"),
-        ("sqlanon", "sqlanon", "adult_ke_v1_bounds"),
+        ("sqlanon", "sqlanon_bounds", "adult_ke_v1_bounds"),
         ("sqlanon", "sqlanon", "releases"),
         ("sqlanon", "sqlanon", "members"),
     ]:
@@ -251,7 +251,7 @@ def test_interval_rows_contain_the_truth_over_published_records(adult: Any) -> N
             adult, "SELECT count(*) FROM adult_ke WHERE sex = %s", [answer["sex"]]
         )
     text = one(adult, "SELECT sqlanon.interval_sql(%s)", [QUERY])
-    assert '"adult_ke_v2"' in text and '"sqlanon"."adult_ke_v2_bounds"' in text
+    assert '"adult_ke_v2"' in text and '"sqlanon_bounds"."adult_ke_v2_bounds"' in text
     assert "members" not in text and '"adult"' not in text
     assert one(adult, "SELECT sqlanon.rewrite(%s, 'duckdb')", [QUERY]).startswith("WITH")
 
@@ -271,7 +271,7 @@ def test_a_rolled_back_release_leaves_nothing(adult: Any) -> None:
 
 def test_an_error_mid_release_leaves_nothing(adult: Any) -> None:
     # The bounds table is written after the release table: make that step fail.
-    adult.execute("CREATE TABLE sqlanon.adult_ke_v1_bounds (x integer)")
+    adult.execute("CREATE TABLE sqlanon_bounds.adult_ke_v1_bounds (x integer)")
     before = relations(adult)
     with pytest.raises(errors.DuplicateTable):
         adult.execute(RELEASE_KE)
@@ -383,9 +383,7 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
     with psycopg.connect(roles["analyst"], autocommit=True) as analyst:
         released = one(analyst, "SELECT count(*) FROM adult_ke_v1")
         assert released == one(analyst, "SELECT count(*) FROM adult_ke") > 0
-        group_sizes = (
-            'SELECT sum(n) FROM (SELECT DISTINCT group_id, n FROM sqlanon."adult_ke_v1_bounds") g'
-        )
+        group_sizes = 'SELECT sum(n) FROM (SELECT DISTINCT group_id, n FROM sqlanon_bounds."adult_ke_v1_bounds") g'
         assert one(analyst, group_sizes) == released
         answers = [
             r[0] for r in analyst.execute("SELECT * FROM sqlanon.interval_json(%s)", [QUERY])

@@ -102,3 +102,30 @@ def test_analysts_find_a_release_whatever_their_search_path(
         assert answer["total_low"] <= truth[1] <= answer["total_high"]
         columns = analyst.execute("SELECT sqlanon.interval_columns(%s)", [query]).fetchone()[0]
         assert "total_low" in columns
+
+
+def test_owners_cannot_plant_functions_next_to_sqlanons(owners: dict[str, Any]) -> None:
+    """An outside attacker's second look (issue 23): owners had CREATE on schema sqlanon
+    (for the bounds tables), so one could plant sqlanon._audit(name, text, boolean), an
+    exact match for the wrapper's call, or sqlanon.release_ke(..., k integer, ...) for
+    calls with integer literals, and run it with a superuser's rights. Now nobody but
+    the installer creates there; bounds tables go to sqlanon_bounds."""
+    plants = [
+        "CREATE FUNCTION sqlanon._audit(schema name, family text, records boolean)"
+        " RETURNS jsonb LANGUAGE sql AS $$ SELECT '[]'::jsonb $$",
+        "CREATE FUNCTION sqlanon.release_catalog(x integer DEFAULT 0) RETURNS integer"
+        " LANGUAGE sql AS $$ SELECT 1 $$",
+    ]
+    for plant in plants:
+        with pytest.raises(errors.InsufficientPrivilege):
+            owners["o1"].execute(plant)
+    summary = owners["o1"].execute(RELEASE.format(who="o1", extra="")).fetchone()[0]
+    bounds = (
+        owners["o1"]
+        .execute(
+            "SELECT pg_catalog.to_regclass(%s)::text",
+            [f'sqlanon_bounds."{summary["table"]}_bounds"'],
+        )
+        .fetchone()[0]
+    )
+    assert bounds == f"sqlanon_bounds.{summary['table']}_bounds"

@@ -106,7 +106,7 @@ def first_release(owner: Any, admin: Any) -> int:
 def nothing_written(admin: Any, rows: int) -> None:
     assert admin.execute("SELECT version FROM sqlanon.releases").fetchall() == [(1,)]
     assert one(admin, "SELECT to_regclass('adult_ke_v2')") is None
-    assert one(admin, "SELECT to_regclass('sqlanon.adult_ke_v2_bounds')") is None
+    assert one(admin, "SELECT to_regclass('sqlanon_bounds.adult_ke_v2_bounds')") is None
     assert one(admin, COUNT) == rows
 
 

@@ -129,7 +129,10 @@ def test_bounds_and_intervals_for_each_sensitive_type(people: Any, column_type: 
     sqlanon.release_ke(
         people, "people", "typed_ke", key="id", sensitive="salary", quasi=["age", "sex"], k=3,
         e=300, )  # fmt: skip
-    assert people.execute('SELECT max(block) FROM sqlanon."typed_ke_v1_bounds"').fetchone()[0] > 0
+    assert (
+        people.execute('SELECT max(block) FROM sqlanon_bounds."typed_ke_v1_bounds"').fetchone()[0]
+        > 0
+    )
     query = (
         "SELECT sex, SUM(salary) AS total, AVG(salary) AS mean, MIN(salary) AS lo, "
         "MAX(salary) AS hi FROM typed_ke WHERE age < 45 GROUP BY sex"

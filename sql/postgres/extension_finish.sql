@@ -5,6 +5,7 @@
 -- 2. A release's bounds table that a migration's data step (re)created while this
 --    script ran became an extension member by accident: it is released from the
 --    extension again, so pg_dump dumps it like every other release-created object.
+--    So is schema sqlanon_bounds (migration 010), where releases put those tables.
 -- 3. Every catalog table but sqlanon.migrations (which the install script fills) is
 --    marked with pg_extension_config_dump: pg_dump dumps its rows, the releases' state.
 DO LANGUAGE plpython3u $py$
@@ -33,6 +34,17 @@ _members = plpy.execute(
 _dump = plpy.prepare(
     "SELECT pg_catalog.pg_extension_config_dump($1::pg_catalog.regclass, '')", ["text"]
 )
+_bounds_schema = plpy.execute(
+    "SELECT FROM pg_catalog.pg_depend AS d"
+    " JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) d.objid"
+    " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass"
+    " AND d.refobjid OPERATOR(pg_catalog.=)"
+    " (SELECT oid FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'sqlanon')"
+    " AND n.nspname OPERATOR(pg_catalog.=) 'sqlanon_bounds'"
+    " AND d.deptype OPERATOR(pg_catalog.=) 'e'"
+)
+if _bounds_schema.nrows():
+    plpy.execute("ALTER EXTENSION sqlanon DROP SCHEMA sqlanon_bounds")
 for _row in _members:
     if _row["relname"].endswith("_bounds"):
         plpy.execute("ALTER EXTENSION sqlanon DROP TABLE " + _row["name"])

@@ -31,7 +31,12 @@
 -- `SET search_path = pg_catalog, pg_temp`: there functions and operators come from
 -- pg_catalog alone (pg_temp is never searched for them), the SQL names its functions
 -- pg_catalog.f all the same (sqlanon.sqltext.pg_qualified, tests/test_search_path.py),
--- and the caller's schema is written into every table name.
+-- and the caller's schema is written into every table name. The wrappers pass it as
+-- pg_catalog.text (current_schema() is a `name`, which an overload taking `name` would
+-- match better), and nobody but the installing superuser may create in schema sqlanon
+-- (grants.sql), so no overload can be planted next to these functions. The DO blocks
+-- run in extension scripts, whose search path is sqlanon: they write operators
+-- OPERATOR(pg_catalog.=).
 
 -- Where this database's functions import sqlanon from, and what they import.
 CREATE OR REPLACE FUNCTION sqlanon.python_info() RETURNS jsonb
@@ -83,8 +88,8 @@ DECLARE
     failure text;
     state text;
 BEGIN
-    RETURN sqlanon._release_ke(pg_catalog.current_schema(), source, family, key, sensitive,
-        quasi, k, e, policy, domain);
+    RETURN sqlanon._release_ke(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
+        family, key, sensitive, quasi, k, e, policy, domain);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -112,8 +117,8 @@ DECLARE
     failure text;
     state text;
 BEGIN
-    RETURN sqlanon._release_lhd(pg_catalog.current_schema(), source, family, key, quasi,
-        sensitive, l, algorithm, max_suppression, domain);
+    RETURN sqlanon._release_lhd(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
+        family, key, quasi, sensitive, l, algorithm, max_suppression, domain);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -190,7 +195,7 @@ DECLARE
     failure text;
     state text;
 BEGIN
-    RETURN sqlanon._audit(pg_catalog.current_schema(), family, false);
+    RETURN sqlanon._audit(CAST(pg_catalog.current_schema() AS pg_catalog.text), family, false);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -204,7 +209,7 @@ DECLARE
     failure text;
     state text;
 BEGIN
-    RETURN sqlanon._audit(pg_catalog.current_schema(), family, records);
+    RETURN sqlanon._audit(CAST(pg_catalog.current_schema() AS pg_catalog.text), family, records);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -231,7 +236,7 @@ DECLARE
     failure text;
     state text;
 BEGIN
-    RETURN sqlanon._erase(pg_catalog.current_schema(), source);
+    RETURN sqlanon._erase(CAST(pg_catalog.current_schema() AS pg_catalog.text), source);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -258,9 +263,10 @@ DO $do$
 BEGIN
     IF EXISTS (
         SELECT FROM pg_catalog.pg_proc AS p
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE n.nspname = 'sqlanon' AND p.proname = 'release_catalog'
-          AND NOT ('schema_name' = ANY (p.proargnames))
+        JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+        WHERE n.nspname OPERATOR(pg_catalog.=) 'sqlanon'
+          AND p.proname OPERATOR(pg_catalog.=) 'release_catalog'
+          AND NOT ('schema_name' OPERATOR(pg_catalog.=) ANY (p.proargnames))
     ) THEN
         DROP FUNCTION sqlanon.release_catalog();
     END IF;
@@ -371,9 +377,10 @@ DO $do$
 BEGIN
     IF EXISTS (
         SELECT FROM pg_catalog.pg_proc AS p
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE n.nspname = 'sqlanon' AND p.proname = 'interval'
-          AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype
+        JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+        WHERE n.nspname OPERATOR(pg_catalog.=) 'sqlanon'
+          AND p.proname OPERATOR(pg_catalog.=) 'interval'
+          AND p.prorettype OPERATOR(pg_catalog.=) 'pg_catalog.jsonb'::pg_catalog.regtype
     ) THEN
         DROP FUNCTION sqlanon.interval(text);
     END IF;

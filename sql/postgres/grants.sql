@@ -17,10 +17,10 @@
 -- them at the same moment, hence the duplicate_object handler.
 DO $roles$
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'sqlanon_owner') THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'sqlanon_owner') THEN
         CREATE ROLE sqlanon_owner NOLOGIN;
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'sqlanon_analyst') THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'sqlanon_analyst') THEN
         CREATE ROLE sqlanon_analyst NOLOGIN;
     END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN
@@ -28,9 +28,15 @@ EXCEPTION WHEN duplicate_object OR unique_violation THEN
 END
 $roles$;
 
+-- Nobody but the installing superuser creates anything in schema sqlanon: an owner who
+-- could would plant overloads of its functions (migration 010). The per-release bounds
+-- tables go to sqlanon_bounds, which no search path or call looks into.
 REVOKE ALL ON SCHEMA sqlanon FROM PUBLIC;
+REVOKE CREATE ON SCHEMA sqlanon FROM sqlanon_owner;
 GRANT USAGE ON SCHEMA sqlanon TO sqlanon_owner, sqlanon_analyst;
-GRANT CREATE ON SCHEMA sqlanon TO sqlanon_owner;  -- the per-release bounds tables
+REVOKE ALL ON SCHEMA sqlanon_bounds FROM PUBLIC;
+GRANT USAGE ON SCHEMA sqlanon_bounds TO sqlanon_owner, sqlanon_analyst;
+GRANT CREATE ON SCHEMA sqlanon_bounds TO sqlanon_owner;
 
 REVOKE ALL ON ALL TABLES IN SCHEMA sqlanon FROM PUBLIC;
 GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.cells,

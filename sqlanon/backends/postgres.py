@@ -75,17 +75,21 @@ class PsycopgSession:
 
     dialect = "postgres"
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, schema: str | None = None) -> None:
         import psycopg
 
         self._conn = conn
         self._cur = psycopg.RawCursor(conn)
         self._pinned = False
+        self._given = schema
         self._schema: str | None = None
 
     @property
     def schema(self) -> str | None:
-        """The caller's current schema (while pinned, as it was before)."""
+        """The caller's current schema (while pinned, as it was before), or the one the
+        session was made for (the installer, whose own path is pinned throughout)."""
+        if self._given is not None:
+            return self._given
         if self._pinned:
             return self._schema
         return str(self.query("SELECT pg_catalog.current_schema()")[0][0] or "") or None

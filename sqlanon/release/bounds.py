@@ -13,7 +13,14 @@ from sqlanon.errors import (
     ConfigError,
 )
 from sqlanon.models import ke_bounds
-from sqlanon.release.source import INTEGER, Source, current_schema, relation, render_sql
+from sqlanon.release.source import (
+    INTEGER,
+    Source,
+    bounds_relation,
+    current_schema,
+    relation,
+    render_sql,
+)
 from sqlanon.release.state import (
     grant_readers,
 )
@@ -79,7 +86,7 @@ def write_bounds_counts(
     the runs for integers whose sums are exact in float64, else from the release table
     in the column's own arithmetic (:func:`write_bounds_rows`'s rule)."""
     q = session.quote_ident
-    bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
+    bounds = bounds_relation(session, table)
     sensitive_type = src.columns[sensitive]
     total = float((np.abs(values) * counts).sum())
     if not (INTEGER.search(sensitive_type.lower()) and total < 2.0**53):
@@ -102,6 +109,14 @@ def write_bounds_counts(
     session.execute("DROP TABLE _sqlanon_runs")
 
 
+def move_bounds_tables(session: Session) -> None:
+    """Migration 010's data step (PostgreSQL): every bounds table still in schema sqlanon
+    moves to sqlanon_bounds, its rows and grants with it."""
+    q = session.quote_ident
+    for (name,) in session.query(sqltext.load(session.dialect, "bounds_in_catalog")):
+        session.execute(f"ALTER TABLE sqlanon.{q(name)} SET SCHEMA sqlanon_bounds")
+
+
 def rebuild_ke_bounds(session: Session) -> None:
     """Rewrite the bounds table of every (k,e) release from its release table, in the
     current layout (migration 003; a release table its owner dropped is skipped)."""
@@ -114,8 +129,11 @@ def rebuild_ke_bounds(session: Session) -> None:
     ):
         if not session.query(exists, [schema, table]):
             continue
-        bounds = f"{q('sqlanon')}.{q(table + '_bounds')}"
+        bounds = bounds_relation(session, table)
         session.execute(f"DROP TABLE IF EXISTS {bounds}")
+        legacy = f"{q('sqlanon')}.{q(table + '_bounds')}"  # PostgreSQL before migration 010
+        if legacy != bounds:
+            session.execute(f"DROP TABLE IF EXISTS {legacy}")
         write_bounds_sql(
             session, bounds, relation(session, table), q(json.loads(parameters)["sensitive"])
         )

@@ -25,6 +25,7 @@ from sqlanon.release.source import (
     INTEGER,
     NUMERIC,
     Source,
+    bounds_relation,
     check_names,
     check_target,
     check_unchanged,
@@ -328,8 +329,7 @@ def record_engine_release(
 def _readable(session: Session, table: str) -> list[str]:
     """What analysts may read of a (k,e) release besides its view: its table and its
     bounds table."""
-    bounds = f"{session.quote_ident('sqlanon')}.{session.quote_ident(table + '_bounds')}"
-    return [relation(session, table), bounds]
+    return [relation(session, table), bounds_relation(session, table)]
 
 
 def _check_ke_parameters(k: object, e: object, policy: object) -> tuple[int, float]:

@@ -14,6 +14,7 @@ from sqlanon.models.cells import Cells
 from sqlanon.release import bounds
 from sqlanon.release.source import (
     Source,
+    bounds_relation,
     idents,
     relation,
     render_sql,
@@ -147,7 +148,7 @@ def write_rows(
     by_group = _by_group_and_value(values, group)
     bounds.write_bounds_rows(
         session,
-        f"{q('sqlanon')}.{q(table + '_bounds')}",
+        bounds_relation(session, table),
         relation(session, table),
         q(sensitive),
         src.columns[sensitive],

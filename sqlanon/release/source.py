@@ -204,6 +204,17 @@ def release_schema(session: Session, family: str, last: catalog.Release | None) 
     return {"schema": session.schema}
 
 
+#: The schema of the (k,e) bounds tables, per dialect (PostgreSQL: migration 010).
+BOUNDS_SCHEMAS = {"postgres": "sqlanon_bounds"}
+
+
+def bounds_relation(session: Session, table: str) -> str:
+    """The bounds table of release table ``table`` as SQL: ``sqlanon."<table>_bounds"``
+    (PostgreSQL: ``sqlanon_bounds."<table>_bounds"``)."""
+    q = session.quote_ident
+    return f"{q(BOUNDS_SCHEMAS.get(session.dialect, 'sqlanon'))}.{q(table + '_bounds')}"
+
+
 def relation(session: Session, name: str) -> str:
     """Table or view ``name`` of the release's schema as SQL: qualified where the session
     never resolves names through the connection's search path (PostgreSQL), bare where

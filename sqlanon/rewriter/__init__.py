@@ -23,7 +23,6 @@ from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
 from sqlanon.rewriter import ke, lhd
 from sqlanon.rewriter.analyze import analyze
 from sqlanon.rewriter.catalog import (
-    BOUNDS_SCHEMA,
     Catalog,
     LabelDomain,
     ReleaseInfo,
@@ -97,7 +96,7 @@ def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
     ctes = {node.alias for node in nodes if isinstance(node, exp.CTE)}
     allowed = {(release.schema or "", release.table)}
     if release.bounds_table is not None:
-        allowed.add((BOUNDS_SCHEMA, release.bounds_table))
+        allowed.add((release.bounds_schema, release.bounds_table))
     if release.table in ctes:
         raise UnsupportedQueryError(
             f"release table name {release.table!r} clashes with the rewriter's CTEs"

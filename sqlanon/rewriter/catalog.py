@@ -86,6 +86,7 @@ class ReleaseInfo:
     domains: Mapping[str, LabelDomain] | None = field(default=None, compare=False)
     ghosts: int = 0
     schema: str | None = None
+    bounds_schema: str = BOUNDS_SCHEMA
 
     def __post_init__(self) -> None:
         if self.model not in _KEY_COLUMN:
@@ -194,6 +195,7 @@ def catalog_from_rows(
             domains=(domains or {}).get(str(table_name)) if model == "lhd" else None,
             ghosts=_ghosts(row[5] if len(row) == 6 else None, table_name),
             schema=params["schema"] if isinstance(params.get("schema"), str) else None,
+            bounds_schema=str(params.get("bounds_schema") or BOUNDS_SCHEMA),
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:

@@ -47,7 +47,6 @@ from sqlglot import exp
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewriter.catalog import BOUNDS_SCHEMA
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
@@ -147,7 +146,7 @@ class _Plan:
     def bounds(self, alias: str) -> exp.Table:
         table = self.query.release.bounds_table
         assert table is not None
-        return exp.table_(table, db=BOUNDS_SCHEMA, quoted=True, alias=alias)
+        return exp.table_(table, db=self.query.release.bounds_schema, quoted=True, alias=alias)
 
     def g(self, table: str) -> list[exp.Column]:
         return [exp.column(g, table=table) for g in self.groups]
