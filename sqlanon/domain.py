@@ -85,7 +85,14 @@ def resolve(
             )
         return same_source[0]
     if requested is not None:
-        unreadable = unreadable_sources(session, [r for r in every if r.domain == requested])
+        named = [r for r in every if r.domain == requested]
+        if not named and "." in requested and not requested.startswith(f"{src.schema}."):
+            raise ConfigError(
+                f"domain {requested!r} would be named like a table of another schema (a "
+                "new domain is named schema.table after its first source): name a new "
+                f"domain without a dot, or {src.schema}.<name>"
+            )
+        unreadable = unreadable_sources(session, named)
         if unreadable:
             raise ConfigError(
                 f"domain {requested!r} is released from {unreadable} source(s) you may not "
@@ -118,7 +125,14 @@ def resolve(
             f"{sharing}; give domain := one of them (the same people) or a new name "
             "(other people whose keys happen to collide)"
         )
-    return sharing[0] if sharing else src.label
+    if sharing:
+        return sharing[0]
+    if any(r.domain == src.label and r.source != src.label for r in every):
+        raise ConfigError(
+            f"a domain named {src.label!r} (this source's own name) was started by "
+            "releases of other sources; give domain := a name of your own"
+        )
+    return src.label
 
 
 def _schema_of(label: str) -> str:

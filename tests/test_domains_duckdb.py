@@ -278,3 +278,21 @@ def test_concurrent_releases_of_two_families_of_one_domain(tmp_path: Path) -> No
     assert seqs in ([(1,), (2,)], [(1,), (2,), (3,)])
     assert len([o for o in outcomes if isinstance(o, ConcurrentReleaseError)]) == 3 - len(seqs)
     con.close()
+
+
+def test_a_source_whose_default_domain_was_taken_is_refused() -> None:
+    """A domain named after a table (its default name) but started by another source is
+    not joined by that table's first release without a word: it asks for a name."""
+    con = duckdb.connect()
+    sqlanon.install(con)
+    for table, start in (("bait", 0), ("people", 1000)):
+        con.execute(f"CREATE TABLE {table} (id INTEGER, age INTEGER, salary INTEGER)")
+        con.execute(
+            f"INSERT INTO {table} SELECT {start} + i, 20 + i % 30, 10 * (i % 17) "  # noqa: S608
+            "FROM range(60) AS t(i)"
+        )
+    args = {"key": "id", "sensitive": "salary", "quasi": ["age"], "k": 3, "e": 5}
+    sqlanon.release_ke(con, "bait", "bait_ke", domain="main.people", **args)
+    with pytest.raises(ConfigError, match="give domain := a name of your own"):
+        sqlanon.release_ke(con, "people", "people_ke", **args)
+    assert sqlanon.release_ke(con, "people", "people_ke", domain="mine", **args)["version"] == 1

@@ -129,3 +129,18 @@ def test_owners_cannot_plant_functions_next_to_sqlanons(owners: dict[str, Any]) 
         .fetchone()[0]
     )
     assert bounds == f"sqlanon_bounds.{summary['table']}_bounds"
+
+
+def test_no_owner_can_take_another_schemas_default_domain(owners: dict[str, Any]) -> None:
+    """The attacker's second look: owner 2 released a bait into domain '<o1>.fresh', the
+    name owner 1's table `fresh` would get, and owner 1's first release landed in it.
+    A new domain may not be named after another schema's table now."""
+    o1 = owners["names"]["o1"]
+    owners["o2"].execute("CREATE TABLE bait AS SELECT * FROM adult")
+    with pytest.raises(errors.InvalidParameterValue) as refused:
+        owners["o2"].execute(
+            RELEASE.format(who="bait", extra=f", domain => '{o1}.fresh'").replace(
+                "'adult'", "'bait'"
+            )
+        )
+    assert "another schema" in str(refused.value)
