@@ -348,7 +348,8 @@ EXCEPTION WHEN OTHERS OR query_canceled THEN
 END
 $fn$;
 
--- The interval SQL for this server: inspect it, or EXECUTE it in PL/pgSQL.
+-- The interval SQL for this server: inspect it, or EXECUTE it in PL/pgSQL under
+-- SET search_path = pg_catalog, pg_temp (its operators are bare; sqlanon.interval does so).
 CREATE OR REPLACE FUNCTION sqlanon.interval_sql(sql text) RETURNS text
 LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
