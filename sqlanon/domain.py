@@ -16,7 +16,8 @@ of it. How a release's domain is decided (README, "Domains"):
    keys happen to collide lacks those columns or is refused with a message asking for
    ``domain := 'name'``; only a copy whose keys or sensitive columns were renamed
    escapes, and that takes intent. Only domains released from sources in the same
-   schema, each of which the caller may read, are considered: two owners' tables in
+   schema, each of which the caller may read, by roles the caller is (PostgreSQL), are
+   considered: two owners' tables in
    their own schemas never meet by accident (a copy in another schema joins with
    ``domain := 'name'``).
 
@@ -112,7 +113,7 @@ def resolve(
         members = [r for r in every if r.domain == domain]
         if any(_schema_of(r.source) != src.schema for r in members):
             continue  # another schema's people: joined only by name
-        if unreadable_sources(session, members):
+        if unreadable_sources(session, members) or foreign_releases(session, members):
             continue
         last = latest(session, domain)
         if last is None or not {a.lower() for a in attributes(last)} <= columns:
@@ -152,6 +153,20 @@ def unreadable_sources(session: Session, releases: Sequence[catalog.Release]) ->
         found = session.query(sql, [schema, table])
         count += not (found and found[0][0])
     return count
+
+
+def foreign_releases(session: Session, releases: Sequence[catalog.Release]) -> int:
+    """How many of ``releases`` another role made (PostgreSQL: one the current user is
+    not a member of): a domain is inferred only from one's own releases, so a bait that
+    shares keys and grants SELECT on itself cannot pull an owner's release into it."""
+    if session.dialect != "postgres":
+        return 0
+    sql = sqltext.load(session.dialect, "role_member")
+    by = [r.parameters.get("released_by") for r in releases]
+    mine = {
+        role: bool(session.query(sql, [role])[0][0]) for role in set(by) if isinstance(role, str)
+    }
+    return sum(1 for role in by if isinstance(role, str) and not mine[role])
 
 
 def latest(session: Session, domain: str) -> catalog.Release | None:

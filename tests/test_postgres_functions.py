@@ -142,6 +142,7 @@ def test_release_ke_twice_with_an_append_matches_duckdb_in_shape(adult: Any) -> 
         **duck_parameters,
         "source": "public.adult",
         "schema": "public",
+        "released_by": one(adult, "SELECT CAST(current_user AS text)"),
     }
 
 

@@ -144,3 +144,42 @@ def test_no_owner_can_take_another_schemas_default_domain(owners: dict[str, Any]
             )
         )
     assert "another schema" in str(refused.value)
+
+
+def test_a_bait_in_a_shared_schema_does_not_capture_a_release(
+    owners: dict[str, Any], pg_db: str
+) -> None:
+    """The attacker's second look: in a schema both owners create in, owner 2 released a
+    bait sharing keys with owner 1's table and granted owner 1 SELECT on it; owner 1's
+    first release was inferred into the bait's domain. Domains are inferred only from
+    the caller's own releases now."""
+    o1, o2 = owners["names"]["o1"], owners["names"]["o2"]
+    shared = f"shared_{o1}"
+    with psycopg.connect(pg_db, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(shared)))
+        admin.execute(
+            sql.SQL("GRANT USAGE, CREATE ON SCHEMA {} TO {}, {}").format(
+                sql.Identifier(shared), sql.Identifier(o1), sql.Identifier(o2)
+            )
+        )
+    for who, table in (("o2", "bait"), ("o1", "victim")):
+        conn = owners[who]
+        conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(shared)))
+        conn.execute(
+            sql.SQL("CREATE TABLE {} AS SELECT * FROM {}.adult").format(
+                sql.Identifier(table), sql.Identifier(owners["names"][who])
+            )
+        )
+    owners["o2"].execute("GRANT SELECT ON bait TO PUBLIC")
+    bait = (
+        owners["o2"]
+        .execute(RELEASE.format(who="bait", extra="").replace("'adult'", "'bait'"))
+        .fetchone()[0]
+    )
+    assert bait["domain"] == f"{shared}.bait"
+    mine = (
+        owners["o1"]
+        .execute(RELEASE.format(who="victim", extra="").replace("'adult'", "'victim'"))
+        .fetchone()[0]
+    )
+    assert mine["domain"] == f"{shared}.victim"

@@ -190,9 +190,11 @@ def release_relation(session: Session, release: catalog.Release) -> str:
 
 
 def release_schema(session: Session, family: str, last: catalog.Release | None) -> dict[str, str]:
-    """What a release records of where it goes: ``{"schema": ...}`` where the session
-    names it (PostgreSQL), so that analysts and later releases find its tables whatever
-    their search path; a family stays in the schema of its first version."""
+    """What a release records of where it goes and who made it: ``{"schema": ...,
+    "released_by": ...}`` where the session names a schema (PostgreSQL), so that analysts
+    and later releases find its tables whatever their search path, and a domain is
+    inferred only from the caller's own releases (:mod:`sqlanon.domain`); a family stays
+    in the schema of its first version."""
     if session.schema is None:
         return {}
     if last is not None and last.schema is not None and last.schema != session.schema:
@@ -201,7 +203,8 @@ def release_schema(session: Session, family: str, last: catalog.Release | None) 
             f"would go to {session.schema!r} (the current schema): SET search_path TO "
             f"{quoted_name(last.schema)} first, or start a new family"
         )
-    return {"schema": session.schema}
+    ((role,),) = session.query("SELECT CAST(current_user AS text)")
+    return {"schema": session.schema, "released_by": str(role)}
 
 
 #: The schema of the (k,e) bounds tables, per dialect (PostgreSQL: migration 010).
