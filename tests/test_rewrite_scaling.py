@@ -7,11 +7,13 @@ chain, an AND chain or an IN list may at most double that work, plus 10% for wha
 not double; a run past that budget is stopped, so an exponential rewrite fails quickly
 instead of running for minutes. On an lHD release the work per listed value does not
 grow with the number of labels the column has (each label's leaves used to be compared
-with each listed value). ``bench/rewrite_speed.py`` measures the times.
+with each listed value); on a widths hierarchy, whose labels are judged at the query's
+numbers, a chain of ranges used to cost its length squared. ``bench/rewrite_speed.py`` measures the times.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -48,15 +50,21 @@ def calls(work: Callable[[], object], budget: float = float("inf")) -> int:
     return count
 
 
-def lhd_catalog(labels: int) -> dict[str, ReleaseInfo]:
-    """An lHD release whose ``age`` has ``labels`` leaf labels, one per 10 and ``*``
-    (an ARX hierarchy of three levels), and whose ``sex`` has two labels and ``*``."""
-    leaves = [str(i) for i in range(labels)]
-    age = {v: frozenset({v}) for v in leaves}
-    age |= {f"{i}-{i + 9}": frozenset(leaves[i : i + 10]) for i in range(0, labels, 10)}
-    age["*"] = frozenset(leaves)
+def lhd_catalog(labels: int, widths: bool = False) -> dict[str, ReleaseInfo]:
+    """An lHD release whose ``age`` has ``labels`` leaf labels, one per 10 and ``*`` (an
+    ARX hierarchy of three levels; with ``widths``, a widths hierarchy: points, intervals
+    of 10 and the whole line), and whose ``sex`` has two labels and ``*``."""
+    if widths:
+        intervals = {str(i): (float(i), float(i)) for i in range(labels)}
+        intervals |= {f"[{i}, {i + 10})": (float(i), i + 10.0) for i in range(0, labels, 10)}
+        age = LabelDomain(intervals=intervals | {"*": (-math.inf, math.inf)})
+    else:
+        leaves = [str(i) for i in range(labels)]
+        ages = {v: frozenset({v}) for v in leaves}
+        ages |= {f"{i}-{i + 9}": frozenset(leaves[i : i + 10]) for i in range(0, labels, 10)}
+        age = LabelDomain(leaves=ages | {"*": frozenset(leaves)})
     sex = {"F": frozenset({"F"}), "M": frozenset({"M"}), "*": frozenset({"F", "M"})}
-    domains = {"age": LabelDomain(leaves=age), "sex": LabelDomain(leaves=sex)}
+    domains = {"age": age, "sex": LabelDomain(leaves=sex)}
     info = ReleaseInfo("p", 1, "p_v1", "lhd", ("age", "sex"), ("loss",), domains=domains)
     return {"p": info, "p_v1": info}
 
@@ -74,6 +82,7 @@ WHERES: dict[str, Callable[[int], str]] = {
     "ORs of ANDs over two columns": lambda n: chain(
         "OR", lambda i: f"(age = {i} AND sex = 'F')", n
     ),
+    "ORs of BETWEENs": lambda n: chain("OR", lambda i: f"age BETWEEN {i} AND {i + 1}", n),
     "IN list": lambda n: f"age IN ({', '.join(str(i) for i in range(n))})",
     "IN list on the sensitive column": lambda n: f"loss IN ({', '.join(map(str, range(n)))})",
 }
@@ -88,15 +97,19 @@ def _check_linear(sql_of: Callable[[int], str], catalog: Any, n: int) -> None:
         pytest.fail(f"{n} -> {2 * n} terms: more than {GROWTH}x the {small:,} calls")
 
 
+@pytest.mark.parametrize("hierarchy", ["ARX", "widths"])
 @pytest.mark.parametrize("shape", sorted(WHERES))
-def test_lhd_rewrite_work_is_linear(shape: str) -> None:
+def test_lhd_rewrite_work_is_linear(shape: str, hierarchy: str) -> None:
     where = WHERES[shape]
+    catalog = lhd_catalog(40, widths=hierarchy == "widths")
     # ORs over two columns were exponential: 12 terms took 1.5 s, 18 three minutes
     n = 10 if "two columns" in shape else 200
-    _check_linear(lambda k: f"SELECT SUM(loss) AS s FROM p WHERE {where(k)}", lhd_catalog(40), n)
+    _check_linear(lambda k: f"SELECT SUM(loss) AS s FROM p WHERE {where(k)}", catalog, n)
 
 
-@pytest.mark.parametrize("shape", ["ORs of equalities", "ANDs of inequalities", "IN list"])
+@pytest.mark.parametrize(
+    "shape", ["ORs of equalities", "ANDs of inequalities", "ORs of BETWEENs", "IN list"]
+)
 def test_ke_rewrite_work_is_linear(shape: str) -> None:
     where = WHERES[shape]
     _check_linear(

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -60,16 +61,18 @@ from sqlanon.rewriter.lhd_components import (
     MAY_BE_FALSE,
     MAY_BE_TRUE,
     NEVER,
-    POSSIBLE,
     SURE,
     Component,
-    judge_label,
+    Judgement,
+    judge_labels,
     judge_null,
     operands,
 )
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
+
+_DOUBLE = exp.DataType(this=exp.DataType.Type.DOUBLE)  # DataType.build parses, per call
 
 # --- the WHERE tree as per-row flags ------------------------------------------------------
 
@@ -105,10 +108,13 @@ class _Compiler:
         self.quasi = frozenset(self.release.quasi)
         self.names = _column_names(query.where) if query.where is not None else {}
         self.columns: list[exp.Expr] = []  # per-row columns of the "lab" CTE
+        self.known: dict[str, exp.Column] = {}  # quasi column -> its lab column "label known"
+        # (column, labels per code, labels per share) -> (code column, share expression)
+        self.judged: dict[tuple[Any, ...], tuple[exp.Column, exp.Expr]] = {}
 
     def _add(self, expr: exp.Expr) -> exp.Column:
         name = f"p{len(self.columns)}"
-        self.columns.append(exp.alias_(expr, name))
+        self.columns.append(exp.alias_(expr, name, copy=False))
         return exp.column(name, table="l")
 
     def _kind(self, node: exp.Expr) -> str | None:
@@ -188,47 +194,99 @@ class _Compiler:
         return _Flags(true, true.copy(), false, false.copy(), exact_frac)
 
     def _component(self, terms: list[exp.Expr], kind: type[exp.Expr], column: str) -> _Flags:
+        """Per row: the component's code on the row's label (a CASE listing the labels
+        of all codes but the most frequent, its ELSE), its share of the label's values
+        where neither SURE nor NEVER, and whether the catalog knows the label at all (a
+        label it does not know may or may not satisfy the condition). Listing every
+        label per component made a chain of n terms on several columns n CASEs of every
+        label; an equality now lists the few labels over its value. In a column holding
+        NULLs a NULL label is a label like the others (``None`` below)."""
         domain = self.domains.get(column, LabelDomain())
-        codes: list[exp.If] = []
-        fractions: list[exp.If] = []
         labels = sorted({*domain.leaves, *domain.intervals})
-        component = Component(terms, kind) if labels or domain.nulls else None
-        if component is not None and domain.nulls:  # a NULL label: the raw value is NULL
-            on_null = judge_null(component)
-            is_null = exp.Is(this=_col("t", column), expression=exp.Null())
-            codes.append(exp.If(this=is_null, true=exp.Literal.number(on_null.code)))
-            fractions.append(
-                exp.If(this=is_null.copy(), true=exp.Literal.number(repr(on_null.fraction)))
-            )
-        for label in labels:
-            assert component is not None
-            judged = judge_label(component, domain, label)
-            if judged is None:
-                continue
-            match = exp.EQ(this=_col("t", column), expression=exp.Literal.string(label))
-            codes.append(exp.If(this=match, true=exp.Literal.number(judged.code)))
-            fractions.append(
-                exp.If(this=match.copy(), true=exp.Literal.number(repr(float(judged.fraction))))
-            )
-        # A label the catalog does not know may or may not satisfy the condition.
-        code = self._add(exp.Case(ifs=codes, default=exp.Literal.number(POSSIBLE)))
-        # DOUBLE, not DECIMAL: products of a few fractions of 17 digits overflow DuckDB's
-        # decimal scale (38) in the OR's inclusion-exclusion
-        frac = self._add(
-            exp.Cast(
-                this=exp.Case(ifs=fractions, default=_f("0.5")), to=exp.DataType.build("DOUBLE")
-            )
-        )
+        if not labels and not domain.nulls:
+            return _Flags(exp.true(), exp.false(), exp.true(), exp.false(), _f("0.5"))
+        component = Component(terms, kind)
+        judged = judge_labels(component, domain)
+        entries: list[tuple[str | None, Judgement]] = [(x, judged[x]) for x in labels]
+        if domain.nulls:
+            entries.insert(0, (None, judge_null(component)))
+        by_code: dict[Any, list[str | None]] = {}
+        by_share: dict[Any, list[str | None]] = {}
+        for label, found in entries:
+            by_code.setdefault(found.code, []).append(label)
+            if found.code not in (SURE, NEVER):  # whose fraction is not 1 or 0
+                by_share.setdefault(found.fraction, []).append(label)
+        # Components judged alike (``sex = 'F'`` in every term of an OR) share columns.
+        key = (column, _frozen(by_code), _frozen(by_share))
+        if key not in self.judged:
+            code_column = self._add(self._by_label(column, by_code))
+            # DOUBLE, not DECIMAL: products of a few fractions of 17 digits overflow
+            # DuckDB's decimal scale (38)
+            shares = by_share or {0.5: []}  # no share: every known label is SURE or NEVER
+            share: exp.Expr = exp.Cast(this=self._by_label(column, shares), to=_DOUBLE.copy())
+            if len(by_share) > 1:  # a CASE over labels: computed once per row
+                share = self._add(share)
+            self.judged[key] = (code_column, share)
+        code_column, share = self.judged[key]
+        known = self._known(column, labels, domain.nulls)
 
-        def code_in(values: tuple[int, ...]) -> exp.Expr:
+        def code_in(*values: int) -> exp.Expr:
             listed = [exp.Literal.number(v) for v in values]
             if len(listed) == 1:
-                return exp.EQ(this=code.copy(), expression=listed[0])
-            return exp.In(this=code.copy(), expressions=listed)
+                return exp.EQ(this=code_column.copy(), expression=listed[0])
+            return exp.In(this=code_column.copy(), expressions=listed)
 
-        return _Flags(
-            code_in(MAY_BE_TRUE), code_in((SURE,)), code_in(MAY_BE_FALSE), code_in((NEVER,)), frac
+        frac = exp.Case(
+            ifs=[
+                exp.If(this=exp.not_(known.copy(), copy=False), true=_f("0.5")),
+                exp.If(this=code_in(SURE), true=_f("1.0")),
+                exp.If(this=code_in(NEVER), true=_f("0.0")),
+            ],
+            default=share.copy(),
         )
+        unknown = exp.not_(known.copy(), copy=False)
+        return _Flags(
+            exp.or_(code_in(*MAY_BE_TRUE), unknown, copy=False),
+            exp.and_(code_in(SURE), known.copy(), copy=False),
+            exp.or_(code_in(*MAY_BE_FALSE), unknown.copy(), copy=False),
+            exp.and_(code_in(NEVER), known.copy(), copy=False),
+            frac,
+        )
+
+    def _known(self, column: str, labels: list[str], nulls: bool) -> exp.Column:
+        """The lab column telling whether the row's label of ``column`` is one of
+        ``labels`` or, in a column holding NULLs, NULL (one per column, shared by its
+        components)."""
+        if column not in self.known:
+            found = exp.In(
+                this=_col("t", column), expressions=[exp.Literal.string(x) for x in labels]
+            )
+            known = exp.func("COALESCE", found, exp.Boolean(this=nulls)) if labels else None
+            self.known[column] = self._add(known or exp.Boolean(this=nulls))
+        return self.known[column]
+
+    def _by_label(self, column: str, groups: dict[Any, list[str | None]]) -> exp.Expr:
+        """``CASE WHEN t.column IN (labels) THEN value ... ELSE value END``, the value
+        with the most labels being the ELSE (the literal alone if there is one value);
+        ``None`` among the labels is a NULL label (``t.column IS NULL``)."""
+        values = sorted(groups, key=lambda v: len(groups[v]))
+        ifs = [
+            exp.If(this=self._label_in(column, groups[value]), true=exp.Literal.number(repr(value)))
+            for value in values[:-1]
+        ]
+        default = exp.Literal.number(repr(values[-1]))
+        return exp.Case(ifs=ifs, default=default) if ifs else default
+
+    def _label_in(self, column: str, labels: list[str | None]) -> exp.Expr:
+        texts = [exp.Literal.string(label) for label in labels if label is not None]
+        tests: list[exp.Expr] = [exp.In(this=_col("t", column), expressions=texts)] if texts else []
+        if None in labels:
+            tests.insert(0, exp.Is(this=_col("t", column), expression=exp.Null()))
+        return exp.or_(*tests, copy=False)
+
+
+def _frozen(groups: dict[Any, list[str | None]]) -> tuple[tuple[Any, tuple[str | None, ...]], ...]:
+    return tuple(sorted((value, tuple(labels)) for value, labels in groups.items()))
 
 
 def _product(factors: list[exp.Expr]) -> exp.Expr:
@@ -289,7 +347,7 @@ def build(query: Query) -> exp.Select:
         may_t, must_t = flags.may_t, flags.must_t
         frac: exp.Expr = exp.Case(
             ifs=[
-                exp.If(this=exp.not_(flags.may_t.copy()), true=_f("0.0")),
+                exp.If(this=exp.not_(flags.may_t.copy(), copy=False), true=_f("0.0")),
                 exp.If(this=flags.must_t.copy(), true=_f("1.0")),
             ],
             default=flags.frac,
@@ -308,8 +366,8 @@ def build(query: Query) -> exp.Select:
     rows = (
         exp.select(
             *carried,
-            exp.alias_(must_t, "sure"),
-            exp.alias_(exp.cast(frac, "DOUBLE"), "f"),
+            exp.alias_(must_t, "sure", copy=False),
+            exp.alias_(exp.cast(frac, "DOUBLE", copy=False), "f", copy=False),
         )
         .from_(exp.alias_(_cte("lab"), "l", table=True), copy=False)
         .where(may_t, copy=False)

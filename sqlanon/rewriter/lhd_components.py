@@ -11,8 +11,10 @@ values: its literals are read once, AND/OR chains are flattened (a chain of thou
 of terms neither recurses thousands of frames deep nor is walked per value), and the
 equalities of an OR (``age = 1 OR age = 2``, ``age IN (...)``) become one
 :class:`_Equalities` lookup, which answers for n listed literals in O(log n) what n
-comparisons would. Truths are kept per value, since labels of different levels share
-leaves. Labels times listed values was the rewrite's cost before (issue 23).
+comparisons would. On numbers a component is a step function (:class:`_Steps`) merged
+from its terms', tested by one bisection: a widths label is judged at every literal
+inside it, and terms times literals was quadratic. Each leaf is tested once, not once
+per label above it. Labels times listed values was the rewrite's cost before (issue 23).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ Value = str | float
 Truth = bool | None  # None: cannot tell (counts as both)
 SqlTruth = bool | Literal["null"]  # a condition's value on a raw NULL: "null" is unknown
 _Test = Callable[[Value], Truth]
+
 
 _ORDER: dict[type[exp.Expr], Callable[[int], bool]] = {
     exp.EQ: lambda c: c == 0,
@@ -110,6 +113,12 @@ def _and(a: Truth, b: Truth) -> Truth:
     return None if a is None or b is None else True
 
 
+def _or(a: Truth, b: Truth) -> Truth:
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
 def _not(a: Truth) -> Truth:
     return None if a is None else not a
 
@@ -130,9 +139,66 @@ def _comparand(left: exp.Expr, right: exp.Expr) -> tuple[Value, bool]:
     )
 
 
+class _Steps:
+    """A truth on the real line that may change only at ``points`` (sorted): ``at[i]``
+    at ``points[i]``, ``between[i]`` on the open interval just below it and
+    ``between[-1]`` above the last. A number is tested by one bisection; a Kleene
+    operation on two merges their points."""
+
+    def __init__(self, points: Sequence[float], at: Sequence[Truth], between: Sequence[Truth]):
+        self.points, self.at, self.between = points, at, between
+
+    @classmethod
+    def constant(cls, truth: Truth) -> _Steps:
+        return cls((), (), (truth,))
+
+    def __call__(self, x: float) -> Truth:
+        i = bisect_left(self.points, x)
+        return self.at[i] if i < len(self.points) and self.points[i] == x else self.between[i]
+
+    def below(self, x: float) -> Truth:
+        """The truth just below ``x``."""
+        return self.between[bisect_left(self.points, x)]
+
+    def map(self, f: Callable[[Truth], Truth]) -> _Steps:
+        return _Steps(self.points, [f(t) for t in self.at], [f(t) for t in self.between])
+
+    def combine(self, other: _Steps, f: Callable[[Truth, Truth], Truth]) -> _Steps:
+        points = sorted({*self.points, *other.points})
+        at = [f(self(p), other(p)) for p in points]
+        between = [f(self.below(p), other.below(p)) for p in points]
+        between.append(f(self.between[-1], other.between[-1]))
+        return _Steps(points, at, between)
+
+
+def _all_of(parts: list[_Steps], f: Callable[[Truth, Truth], Truth]) -> _Steps:
+    """``f`` folded over ``parts``, in pairs: n parts of p points in O(p log n) merges."""
+    while len(parts) > 1:
+        pairs = zip(parts[0::2], parts[1::2], strict=False)
+        parts = [a.combine(b, f) for a, b in pairs] + parts[len(parts) - len(parts) % 2 :]
+    return parts[0]
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A condition on one column as a function of its raw value: ``text`` for a value
+    that is text (a hierarchy leaf), ``number`` for a number (a point of an interval)."""
+
+    text: Callable[[str], Truth]
+    number: _Steps
+
+
+def _constant(truth: Truth) -> _Compiled:
+    return _Compiled(lambda v: truth, _Steps.constant(truth))
+
+
+def _negated(inner: _Compiled) -> _Compiled:
+    return _Compiled(lambda v: _not(inner.text(v)), inner.number.map(_not))
+
+
 class _Equalities:
-    """``column = l1 OR column = l2 OR ...`` on one value, as the OR of the n comparisons
-    (true if one is, else unknown if one is, else false) in O(log n).
+    """``column = l1 OR column = l2 OR ...`` on one text value, as the OR of the n
+    comparisons (true if one is, else unknown if one is, else false) in O(log n).
 
     With text on both sides a comparison is unknown when the text and the numeric order
     differ (:func:`_cmp`): for a value v not listed, reading as the number x, that is a
@@ -151,8 +217,6 @@ class _Equalities:
         self.numbers = frozenset(numbers)
         self.texts = frozenset(texts)
         numeric = sorted((y, b) for b in texts if (y := _number(b)) is not None)
-        self.text_numbers = frozenset(y for y, _ in numeric)
-        self.some_text_is_no_number = len(numeric) < len(texts)
         self.keys = [y for y, _ in numeric]
         self.prefix_max: list[str] = []
         for _, b in numeric:
@@ -161,12 +225,12 @@ class _Equalities:
         for _, b in reversed(numeric):
             self.suffix_min.append(min(b, self.suffix_min[-1]) if self.suffix_min else b)
         self.suffix_min.reverse()
+        # A number equals a listed number or numeric text; other texts cannot be compared.
+        listed = sorted(self.numbers | set(self.keys))
+        otherwise = None if len(numeric) < len(texts) else False
+        self.steps = _Steps(listed, [True] * len(listed), [otherwise] * (len(listed) + 1))
 
-    def __call__(self, value: Value) -> Truth:
-        if isinstance(value, float):  # every literal compares as a number, or cannot
-            if value in self.numbers or value in self.text_numbers:
-                return True
-            return None if self.some_text_is_no_number else False
+    def __call__(self, value: str) -> Truth:
         if value in self.texts:
             return True
         x = _number(value)
@@ -182,6 +246,9 @@ class _Equalities:
         if high < len(self.keys) and self.suffix_min[high] < value:
             return None
         return False
+
+    def compiled(self) -> _Compiled:
+        return _Compiled(self, self.steps)
 
 
 # --- compiling a component ----------------------------------------------------------------
@@ -209,12 +276,12 @@ def _equality(node: exp.Expr) -> list[Value] | None:
     return None
 
 
-def _chain(kind: type[exp.Expr], nodes: Iterable[exp.Expr]) -> _Test:
+def _chain(kind: type[exp.Expr], nodes: Iterable[exp.Expr]) -> _Compiled:
     """The AND or OR of ``nodes`` (each its own chain's terms are flattened into it).
 
     An OR's equalities join one lookup; an AND's ``column <> literal`` terms are the
     negated OR of the equalities (De Morgan holds in three-valued logic)."""
-    tests: list[_Test] = []
+    parts: list[_Compiled] = []
     literals: list[Value] = []
     for term in (t for node in nodes for t in operands(node, kind)):
         if kind is exp.Or and (found := _equality(term)) is not None:
@@ -222,70 +289,74 @@ def _chain(kind: type[exp.Expr], nodes: Iterable[exp.Expr]) -> _Test:
         elif kind is exp.And and isinstance(term, exp.NEQ):
             literals.append(_comparand(term.this, term.expression)[0])
         else:
-            tests.append(_compile(term))
+            parts.append(_compile(term))
     if literals:
-        equal = _Equalities(literals)
-        tests.append(equal if kind is exp.Or else lambda v: _not(equal(v)))
-    if len(tests) == 1:
-        return tests[0]
+        equal = _Equalities(literals).compiled()
+        parts.append(equal if kind is exp.Or else _negated(equal))
+    if len(parts) == 1:
+        return parts[0]
     decisive = kind is exp.Or  # the truth that settles the chain: True for OR
+    texts = [part.text for part in parts]
 
-    def test(value: Value) -> Truth:
+    def text(value: str) -> Truth:
         unknown = False
-        for one in tests:
-            truth = one(value)
+        for test in texts:
+            truth = test(value)
             if truth is decisive:
                 return decisive
             unknown = unknown or truth is None
         return None if unknown else not decisive
 
-    return test
+    return _Compiled(text, _all_of([part.number for part in parts], _or if decisive else _and))
 
 
-def _compile(node: exp.Expr) -> _Test:
+def _compile(node: exp.Expr) -> _Compiled:
     """``node`` (reading one column) as a function of the column's raw value. Every
     refusal is raised here, before any value is tested."""
     node = node.unnest()
     if isinstance(node, exp.Boolean):
-        constant = bool(node.this)
-        return lambda v: constant
+        return _constant(bool(node.this))
     if isinstance(node, exp.Not):
-        inner = _compile(node.this)
-        return lambda v: _not(inner(v))
+        return _negated(_compile(node.this))
     if isinstance(node, exp.And | exp.Or):
         return _chain(type(node), [node])
     if isinstance(node, exp.Is):
         if isinstance(node.expression, exp.Null):
-            return lambda v: False  # ``v`` is a raw value, never NULL (see _null_truth)
+            return _constant(False)  # a raw value, never NULL (see _null_truth)
         raise UnsupportedQueryError(f"IS {node.expression.sql()} on a quasi-identifier")
     if isinstance(node, exp.Between):
         low = _comparison(exp.GTE, node.this, node.args["low"])
         high = _comparison(exp.LTE, node.this, node.args["high"])
-        return lambda v: _and(low(v), high(v))
+        return _Compiled(
+            lambda v: _and(low.text(v), high.text(v)), low.number.combine(high.number, _and)
+        )
     if isinstance(node, exp.In):
-        return _Equalities(_equality(node) or [])
+        return _Equalities(_equality(node) or []).compiled()
     if isinstance(node, exp.Like | exp.ILike):
         if not isinstance(node.this, exp.Column):
             raise UnsupportedQueryError(f"LIKE needs the column on the left: {node.sql()}")
         pattern = _literal(node.expression)
         if not isinstance(pattern, str):
-            return lambda v: None
+            return _constant(None)
         regex = _like(pattern, isinstance(node, exp.ILike))
-        return lambda v: bool(regex.fullmatch(v)) if isinstance(v, str) else None
+        return _Compiled(lambda v: bool(regex.fullmatch(v)), _Steps.constant(None))
     if type(node) in _ORDER:
         return _comparison(type(node), node.this, node.expression)
     raise UnsupportedQueryError(f"{type(node).__name__} on a quasi-identifier: {node.sql()}")
 
 
-def _comparison(op: type[exp.Expr], left: exp.Expr, right: exp.Expr) -> _Test:
+def _comparison(op: type[exp.Expr], left: exp.Expr, right: exp.Expr) -> _Compiled:
     literal, flipped = _comparand(left, right)
     holds = _ORDER[_FLIP.get(op, op) if flipped else op]
 
-    def test(value: Value) -> Truth:
+    def text(value: str) -> Truth:
         sign = _cmp(value, literal)
         return None if sign is None else holds(sign)
 
-    return test
+    y = literal if isinstance(literal, float) else _number(literal)
+    if y is None:  # text that is no number: no number compares with it
+        return _Compiled(text, _Steps.constant(None))
+    return _Compiled(text, _Steps([y], [holds(0)], [holds(-1), holds(1)]))
 
 
 def _null_truth(node: exp.Expr) -> SqlTruth:
@@ -331,17 +402,14 @@ class Component:
     """The AND or OR (``kind``) of ``nodes``, each reading one quasi column only."""
 
     def __init__(self, nodes: Sequence[exp.Expr], kind: type[exp.Expr] = exp.And) -> None:
-        self._test = _chain(kind, nodes)  # refuses what cannot be judged, before any value
+        compiled = _chain(kind, nodes)  # refuses what cannot be judged, before any value
         self.on_null = _null_chain(kind, nodes)
+        self._text, self._number = compiled.text, compiled.number
         self.points = _points(nodes)
         self.integral = all(p.is_integer() for p in self.points)
-        self._truths: dict[Value, Truth] = {}
 
     def truth(self, value: Value) -> Truth:
-        found = self._truths.get(value, self)
-        if found is self:
-            found = self._truths[value] = self._test(value)
-        return found  # type: ignore[return-value]
+        return self._number(value) if isinstance(value, float) else self._text(value)
 
     def cuts(self, low: float, high: float) -> list[float]:
         """The points strictly inside (low, high)."""
@@ -434,14 +502,34 @@ def _judge_interval(component: Component, low: float, high: float) -> Judgement:
     return Judgement(POSSIBLE, share.fraction)
 
 
-def judge_label(component: Component, domain: LabelDomain, label: str) -> Judgement | None:
-    """The component on ``label`` of ``domain``; None for a label the domain lacks."""
-    size: int | None = None  # of the label's leaves; None for an interval
-    if label in domain.leaves:
-        leaves = sorted(domain.leaves[label])
-        judged, size = _judge([component.truth(leaf) for leaf in leaves]), len(leaves)
-    elif label in domain.intervals:
-        judged = _judge_interval(component, *domain.intervals[label])
-    else:
-        return None
-    return _with_null(judged, component, size) if domain.nulls and label == _TOP else judged
+def judge_labels(component: Component, domain: LabelDomain) -> dict[str, Judgement]:
+    """The component on every label of ``domain`` (``*`` may hide a NULL, see
+    :func:`judge_null` for a NULL label). A leaf label is SURE when all its
+    leaves satisfy the component, NEVER when none may, else POSSIBLE with the share that
+    do (half for each unknown one): the leaves are tested once each, not once per label
+    they are under, and counted per label by set intersection."""
+    judged = {}
+    if domain.leaves:
+        true: set[str] = set()
+        unknown: set[str] = set()
+        for leaf in frozenset().union(*domain.leaves.values()):
+            truth = component.truth(leaf)
+            if truth is None:
+                unknown.add(leaf)
+            elif truth:
+                true.add(leaf)
+        for label, leaves in domain.leaves.items():
+            t, u, n = len(leaves & true), len(leaves & unknown), len(leaves)
+            if t == n:
+                judged[label] = Judgement(SURE, 1.0)
+            elif t == 0 and u == 0:
+                judged[label] = Judgement(NEVER, 0.0)
+            else:
+                judged[label] = Judgement(POSSIBLE, (t + 0.5 * u) / n)
+    for label, (low, high) in domain.intervals.items():
+        if label not in judged:
+            judged[label] = _judge_interval(component, low, high)
+    if domain.nulls and _TOP in judged:
+        size = len(domain.leaves[_TOP]) if _TOP in domain.leaves else None
+        judged[_TOP] = _with_null(judged[_TOP], component, size)
+    return judged
