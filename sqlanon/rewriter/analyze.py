@@ -217,14 +217,13 @@ def _predicate(where: exp.Expr, cols: _Columns) -> exp.Expr:
             raise _refuse(f"{type(node).__name__} in WHERE", node)
         if isinstance(node, exp.In) and not node.expressions:
             raise _refuse("IN without a literal list", node)
-    tree = where.copy()
 
     def canonical(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
             return exp.column(cols.resolve(node), quoted=True)
         return node
 
-    return tree.transform(canonical)
+    return where.transform(canonical)  # a copy: transform copies the tree once
 
 
 def _aggregate(node: exp.Expr, cols: _Columns) -> tuple[str, str | None]:

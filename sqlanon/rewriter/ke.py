@@ -58,19 +58,27 @@ def _col(table: str, name: str) -> exp.Column:
 
 
 def _qualified(predicate: exp.Expr, table: str) -> exp.Expr:
+    """A copy of ``predicate`` reading ``table``'s columns."""
+
     def qualify(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
             return _col(table, node.name)
         return node
 
-    return predicate.copy().transform(qualify)
+    return predicate.transform(qualify)  # transform copies the tree once
 
 
 def _conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
-    node = predicate.unnest()
-    if isinstance(node, exp.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
+    """The top-level AND terms, left to right; a loop, as a chain of thousands of ANDs
+    would recurse past Python's stack."""
+    found, stack = [], [predicate]
+    while stack:
+        node = stack.pop().unnest()
+        if isinstance(node, exp.And):
+            stack += [node.right, node.left]
+        else:
+            found.append(node)
+    return found
 
 
 def _show(term: exp.Expr) -> str:
@@ -100,7 +108,14 @@ def split_predicate(
                 "others by AND only"
             )
         (s if sensitive in names else qi).append(term)
-    return (exp.and_(*qi) if qi else None), (exp.and_(*s) if s else None)
+    return _all(qi), _all(s)
+
+
+def _all(terms: list[exp.Expr]) -> exp.Expr | None:
+    """The AND of ``terms``; a single term as it is (and_ would copy it)."""
+    if len(terms) < 2:
+        return terms[0] if terms else None
+    return exp.and_(*terms)
 
 
 def _window(
@@ -382,7 +397,7 @@ def _predicate_cells(plan: _Plan, s_pred: exp.Expr) -> list[tuple[str, exp.Query
             ),
         )
         .from_(plan.release("t"), copy=False)
-        .where(matches.copy(), copy=False)
+        .where(matches, copy=False)  # its last use: the others are copies
     )
     carried = [*plan.g("c"), _f("c.gid"), *[_f(f"c.{m}") for m in plan.counts.values()]]
     carried += [_f(x) for x in ("c.n", "c.c", "c.ssum", "c.er")]

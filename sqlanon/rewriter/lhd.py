@@ -6,12 +6,14 @@ for one published row, SURE (every raw value under its labels satisfies it), NEV
 does) or POSSIBLE. Conditions on sensitive columns alone are exact and evaluated as
 written.
 
-The WHERE tree is cut into *components*: maximal subtrees reading one quasi column
-(evaluated here, in Python, once per label of that column's :class:`LabelDomain`; the
-output carries a ``CASE`` over the label literals) and subtrees reading no quasi column
-(copied as SQL, exact). Components are combined per row by Kleene logic over four flags
-(may/must be true, may/must be false), which is sound however the components correlate.
-A row is *sure* when the WHERE must be true and *possible* when it may be.
+The WHERE tree is cut into *components*: maximal subtrees reading one quasi column,
+and in an AND or OR chain all the terms reading the same one (evaluated here, in Python,
+once per label of that column's :class:`LabelDomain`, by
+:mod:`sqlanon.rewriter.lhd_components`; the output carries a ``CASE`` over the label
+literals), and conditions reading no quasi column (copied as SQL, exact). Components are
+combined per row by Kleene logic over four flags (may/must be true, may/must be false),
+which is sound however the components correlate. A row is *sure* when the WHERE must be
+true and *possible* when it may be.
 
 Per output group (MODELS.md, "Aggregate answers on generalized releases"):
 
@@ -45,11 +47,9 @@ from the same per-row flags.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
 from sqlglot import exp
 
@@ -57,288 +57,22 @@ from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter import lhd_ghosts
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
 from sqlanon.rewriter.catalog import LabelDomain
+from sqlanon.rewriter.lhd_components import (
+    MAY_BE_FALSE,
+    MAY_BE_TRUE,
+    NEVER,
+    SURE,
+    Component,
+    Judgement,
+    judge_labels,
+    judge_null,
+    operands,
+)
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
 
-# Component codes per row: which values the condition may take there. Never (false
-# only), possible (true or false), sure (true only); on a NULL raw value it may also be
-# NULL (SQL's unknown: neither true nor false): NULL only, true or NULL, false or NULL.
-_NEVER, _POSSIBLE, _SURE, _NULL_ONLY, _TRUE_OR_NULL, _FALSE_OR_NULL = 0, 1, 2, 3, 4, 5
-_MAY_BE_TRUE = (_POSSIBLE, _SURE, _TRUE_OR_NULL)
-_MAY_BE_FALSE = (_NEVER, _POSSIBLE, _FALSE_OR_NULL)
-_TOP = "*"
-
-Value = str | float
-Truth = bool | None  # None: cannot tell (counts as both)
-SqlTruth = bool | Literal["null"]  # a condition's value on a raw NULL: "null" is unknown
-
-
-# --- evaluating a one-column condition on one raw value ------------------------------------
-
-
-def _literal(node: exp.Expr) -> Value:
-    """The Python value of a literal (strings stay text, numbers become floats)."""
-    if isinstance(node, exp.Paren):
-        return _literal(node.this)
-    if isinstance(node, exp.Cast):
-        return _literal(node.this)
-    if isinstance(node, exp.Neg):
-        inner = _literal(node.this)
-        if isinstance(inner, float):
-            return -inner
-        raise UnsupportedQueryError(f"cannot negate {node.this.sql()} in WHERE")
-    if isinstance(node, exp.Literal):
-        return node.name if node.is_string else float(node.name)
-    if isinstance(node, exp.Null):
-        raise UnsupportedQueryError(
-            "a comparison of a quasi-identifier with NULL is never true; use IS NULL"
-        )
-    raise UnsupportedQueryError(f"expected a literal, got {node.sql()}")
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-_ORDER: dict[type[exp.Expr], Callable[[int], bool]] = {
-    exp.EQ: lambda c: c == 0,
-    exp.NEQ: lambda c: c != 0,
-    exp.LT: lambda c: c < 0,
-    exp.LTE: lambda c: c <= 0,
-    exp.GT: lambda c: c > 0,
-    exp.GTE: lambda c: c >= 0,
-}
-
-
-def _cmp(a: Value, b: Value) -> int | None:
-    """Sign of a - b, or None when the column's SQL type would decide it differently."""
-    if isinstance(a, float) or isinstance(b, float):
-        x = a if isinstance(a, float) else _number(a)
-        y = b if isinstance(b, float) else _number(b)
-        if x is None or y is None:
-            return None
-        return (x > y) - (x < y)
-    text = (a > b) - (a < b)
-    x, y = _number(a), _number(b)
-    if x is not None and y is not None and (x > y) - (x < y) != text:
-        return None  # numeric column or text column: the order differs
-    return text
-
-
-def _and(a: Truth, b: Truth) -> Truth:
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a: Truth, b: Truth) -> Truth:
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
-
-
-def _like(pattern: str, insensitive: bool) -> re.Pattern[str]:
-    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.compile(regex, re.DOTALL | (re.IGNORECASE if insensitive else 0))
-
-
-def _truth(node: exp.Expr, value: Value) -> Truth:
-    """``node`` (reading one column) for the raw ``value`` of that column."""
-    if isinstance(node, exp.Paren):
-        return _truth(node.this, value)
-    if isinstance(node, exp.Boolean):
-        return bool(node.this)
-    if isinstance(node, exp.Not):
-        inner = _truth(node.this, value)
-        return None if inner is None else not inner
-    if isinstance(node, exp.And):
-        return _and(_truth(node.left, value), _truth(node.right, value))
-    if isinstance(node, exp.Or):
-        return _or(_truth(node.left, value), _truth(node.right, value))
-    if isinstance(node, exp.Is):
-        if isinstance(node.expression, exp.Null):
-            return False  # ``value`` is a raw value, never NULL (see _null_truth)
-        raise UnsupportedQueryError(f"IS {node.expression.sql()} on a quasi-identifier")
-    if isinstance(node, exp.Between):
-        return _and(
-            _compare(exp.GTE, node.this, node.args["low"], value),
-            _compare(exp.LTE, node.this, node.args["high"], value),
-        )
-    if isinstance(node, exp.In):
-        result: Truth = False
-        for item in node.expressions:
-            result = _or(result, _compare(exp.EQ, node.this, item, value))
-        return result
-    if isinstance(node, exp.Like | exp.ILike):
-        if not isinstance(node.this, exp.Column):
-            raise UnsupportedQueryError(f"LIKE needs the column on the left: {node.sql()}")
-        pattern = _literal(node.expression)
-        if not isinstance(pattern, str) or not isinstance(value, str):
-            return None
-        return bool(_like(pattern, isinstance(node, exp.ILike)).fullmatch(value))
-    if type(node) in _ORDER:
-        return _compare(type(node), node.this, node.expression, value)
-    raise UnsupportedQueryError(f"{type(node).__name__} on a quasi-identifier: {node.sql()}")
-
-
-def _null_truth(node: exp.Expr) -> SqlTruth:
-    """``node`` (reading one column) where that column is NULL, by SQL's three-valued
-    logic: a comparison, BETWEEN, IN or LIKE is unknown, IS NULL true."""
-    if isinstance(node, exp.Paren):
-        return _null_truth(node.this)
-    if isinstance(node, exp.Boolean):
-        return bool(node.this)
-    if isinstance(node, exp.Not):
-        inner = _null_truth(node.this)
-        return inner if inner == "null" else not inner
-    if isinstance(node, exp.And | exp.Or):
-        a, b = _null_truth(node.left), _null_truth(node.right)
-        decisive = isinstance(node, exp.Or)  # true decides an OR, false an AND
-        if decisive in (a, b):
-            return decisive
-        return "null" if "null" in (a, b) else not decisive
-    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
-        return True
-    _truth(node, "")  # refuses what _truth refuses, whatever the value
-    return "null"
-
-
-def _compare(op: type[exp.Expr], left: exp.Expr, right: exp.Expr, value: Value) -> Truth:
-    flip: dict[type[exp.Expr], type[exp.Expr]] = {
-        exp.LT: exp.GT,
-        exp.LTE: exp.GTE,
-        exp.GT: exp.LT,
-        exp.GTE: exp.LTE,
-    }
-    if isinstance(left.unnest(), exp.Column) and not isinstance(right.unnest(), exp.Column):
-        sign = _cmp(value, _literal(right))
-    elif isinstance(right.unnest(), exp.Column) and not isinstance(left.unnest(), exp.Column):
-        sign = _cmp(value, _literal(left))
-        op = flip.get(op, op)
-    else:
-        raise UnsupportedQueryError(
-            f"compare a quasi-identifier with a literal, not {left.sql()} with {right.sql()}"
-        )
-    return None if sign is None else _ORDER[op](sign)
-
-
-def _literals(node: exp.Expr) -> list[float]:
-    """Numeric literals of a component: the points where its truth on numbers changes."""
-    found = []
-    for lit in node.find_all(exp.Literal):
-        value = float(lit.name) if not lit.is_string else _number(lit.name)
-        if value is not None:
-            found.extend([value, -value])  # -value: the literal may sit under a Neg
-    return sorted(set(found))
-
-
-# --- one component on one label ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Judgement:
-    code: int
-    fraction: float
-
-
-def _code(true: bool, false: bool, null: bool) -> int:
-    """The component code of a condition that may be true, false and/or NULL."""
-    if true and false:
-        return _POSSIBLE
-    if true:
-        return _TRUE_OR_NULL if null else _SURE
-    if false:
-        return _FALSE_OR_NULL if null else _NEVER
-    return _NULL_ONLY
-
-
-def _judge_null(node: exp.Expr) -> _Judgement:
-    """``node`` on a row whose label is NULL: its raw value is NULL."""
-    value = _null_truth(node)
-    return _Judgement(_code(value is True, value is False, value == "null"), float(value is True))
-
-
-def _with_null(judged: _Judgement, node: exp.Expr, leaves: int | None) -> _Judgement:
-    """``judged`` for a label that may also stand for NULL (``*`` in a column holding
-    NULLs). For the estimate NULL is one more leaf; ``leaves``: the label's number of
-    leaves, None for an interval (then the interval and NULL weigh half each)."""
-    value = _null_truth(node)
-    true = judged.code in _MAY_BE_TRUE or value is True
-    false = judged.code in _MAY_BE_FALSE or value is False
-    null = judged.code in (_NULL_ONLY, _TRUE_OR_NULL, _FALSE_OR_NULL) or value == "null"
-    weight = 1.0 if leaves is None else float(leaves)
-    fraction = (judged.fraction * weight + float(value is True)) / (weight + 1)
-    return _Judgement(_code(true, false, null), fraction)
-
-
-def _judge(truths: Iterable[Truth], weights: Iterable[float] | None = None) -> _Judgement:
-    values = list(truths)
-    w = list(weights) if weights is not None else [1.0] * len(values)
-    if all(t is True for t in values):
-        return _Judgement(_SURE, 1.0)
-    if all(t is False for t in values):
-        return _Judgement(_NEVER, 0.0)
-    total = sum(w)
-    share = sum(
-        wi * (1.0 if t is True else 0.5 if t is None else 0.0)
-        for t, wi in zip(values, w, strict=True)
-    )
-    return _Judgement(_POSSIBLE, share / total if total > 0 else 0.5)
-
-
-def _judge_interval(node: exp.Expr, low: float, high: float) -> _Judgement:
-    """``node`` over every real in [low, high) (or the point ``low`` when equal)."""
-    if low == high:
-        return _judge([_truth(node, low)])
-    cuts = [c for c in _literals(node) if low < c < high]
-    points = [low] if math.isfinite(low) else []
-    edges = [low, *cuts, high]
-    pieces: list[tuple[float, float]] = []  # (test point, weight)
-    for a, b in zip(edges, edges[1:], strict=False):
-        if math.isfinite(a) and math.isfinite(b):
-            pieces.append(((a + b) / 2, b - a))
-        elif math.isfinite(b):
-            pieces.append((b - 1, math.inf))
-        elif math.isfinite(a):
-            pieces.append((a + 1, math.inf))
-        else:
-            pieces.append((0.0, math.inf))
-    points += cuts
-    truths = [_truth(node, p) for p in points] + [_truth(node, p) for p, _ in pieces]
-    judged = _judge(truths)
-    if judged.code != _POSSIBLE:
-        return judged
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return _Judgement(_POSSIBLE, 0.5)
-    literals = _literals(node)
-    if (
-        low.is_integer()
-        and high.is_integer()
-        and high - low <= 100_000
-        and all(c.is_integer() for c in literals)
-    ):
-        share = _judge([_truth(node, float(i)) for i in range(int(low), int(high))])
-    else:  # continuous: the pieces carry the measure, cut points none
-        share = _judge([_truth(node, p) for p, _ in pieces], [w for _, w in pieces])
-    # The label may hide non-integers: the code stays POSSIBLE, only the share is taken.
-    return _Judgement(_POSSIBLE, share.fraction)
-
-
-def _judge_label(node: exp.Expr, domain: LabelDomain, label: str) -> _Judgement | None:
-    if label in domain.leaves:
-        leaves = sorted(domain.leaves[label])
-        judged = _judge([_truth(node, leaf) for leaf in leaves])
-        return _with_null(judged, node, len(leaves)) if domain.nulls and label == _TOP else judged
-    if label in domain.intervals:
-        judged = _judge_interval(node, *domain.intervals[label])
-        return _with_null(judged, node, None) if domain.nulls and label == _TOP else judged
-    return None
-
+_DOUBLE = exp.DataType(this=exp.DataType.Type.DOUBLE)  # DataType.build parses, per call
 
 # --- the WHERE tree as per-row flags ------------------------------------------------------
 
@@ -354,98 +88,216 @@ class _Flags:
     frac: exp.Expr
 
 
+def _column_names(tree: exp.Expr) -> dict[int, frozenset[str]]:
+    """The names of the columns under each node of ``tree`` (by ``id``), in one pass:
+    looking them up per node would walk a chain of n terms n times."""
+    names: dict[int, frozenset[str]] = {}
+    for node in reversed(list(tree.walk(bfs=False))):  # children before their parents
+        found = [names[id(child)] for child in node.iter_expressions()]
+        if isinstance(node, exp.Column):
+            found.append(frozenset({node.name}))
+        names[id(node)] = frozenset().union(*found) if len(found) != 1 else found[0]
+    return names
+
+
 class _Compiler:
     def __init__(self, query: Query) -> None:
         self.release = query.release
         assert self.release.domains is not None
         self.domains = self.release.domains
+        self.quasi = frozenset(self.release.quasi)
+        self.names = _column_names(query.where) if query.where is not None else {}
         self.columns: list[exp.Expr] = []  # per-row columns of the "lab" CTE
+        self.known: dict[str, exp.Column] = {}  # quasi column -> its lab column "label known"
+        # (column, labels per code, labels per share) -> (code column, share expression)
+        self.judged: dict[tuple[Any, ...], tuple[exp.Column, exp.Expr]] = {}
 
     def _add(self, expr: exp.Expr) -> exp.Column:
         name = f"p{len(self.columns)}"
-        self.columns.append(exp.alias_(expr, name))
+        self.columns.append(exp.alias_(expr, name, copy=False))
         return exp.column(name, table="l")
+
+    def _kind(self, node: exp.Expr) -> str | None:
+        """The empty string for a condition reading no quasi column, the column's name
+        for one reading a single quasi column and nothing else, None for any other."""
+        names = self.names[id(node)]
+        quasi = names & self.quasi
+        if not quasi:
+            return ""
+        return next(iter(quasi)) if len(quasi) == 1 and names == quasi else None
 
     def flags(self, node: exp.Expr) -> _Flags:
         node = node.unnest()
-        quasi = {c.name for c in node.find_all(exp.Column)} & set(self.release.quasi)
-        if not quasi:
-            exact = _qualified(node, "t")
-            true = self._add(exp.func("COALESCE", exact, exp.false()))
-            false = self._add(exp.func("COALESCE", exp.not_(exact.copy()), exp.false()))
-            exact_frac = exp.Case(ifs=[exp.If(this=true.copy(), true=_f("1.0"))], default=_f("0.0"))
-            return _Flags(true, true.copy(), false, false.copy(), exact_frac)
-        if len(quasi) == 1 and not ({c.name for c in node.find_all(exp.Column)} - quasi):
-            return self._component(node, quasi.pop())
+        kind = self._kind(node)
+        if kind == "":
+            return self._exact([node], exp.And)
+        if kind is not None:
+            return self._component([node], exp.And, kind)
         if isinstance(node, exp.Not):
             inner = self.flags(node.this)
-            one_minus = exp.Sub(this=_f("1.0"), expression=exp.paren(inner.frac))
-            return _Flags(inner.may_f, inner.must_f, inner.may_t, inner.must_t, one_minus)
-        if isinstance(node, exp.And | exp.Or):
-            a, b = self.flags(node.left), self.flags(node.right)
-            if isinstance(node, exp.And):
-                frac: exp.Expr = exp.Mul(this=exp.paren(a.frac), expression=exp.paren(b.frac))
-                return _Flags(
-                    exp.and_(a.may_t, b.may_t),
-                    exp.and_(a.must_t, b.must_t),
-                    exp.or_(a.may_f, b.may_f),
-                    exp.or_(a.must_f, b.must_f),
-                    frac,
-                )
-            pa, pb = exp.paren(a.frac), exp.paren(b.frac)
-            frac = exp.Sub(
-                this=exp.Add(this=pa, expression=pb),
-                expression=exp.Mul(this=pa.copy(), expression=pb.copy()),
-            )
             return _Flags(
-                exp.or_(a.may_t, b.may_t),
-                exp.or_(a.must_t, b.must_t),
-                exp.and_(a.may_f, b.may_f),
-                exp.and_(a.must_f, b.must_f),
-                frac,
+                inner.may_f, inner.must_f, inner.may_t, inner.must_t, _one_minus(inner.frac)
             )
+        if isinstance(node, exp.And | exp.Or):
+            return self._chain(node)
         raise UnsupportedQueryError(
             f"a condition relating several columns is not supported: {_show(node)}; "
             "compare each quasi-identifier with literals"
         )
 
-    def _component(self, node: exp.Expr, column: str) -> _Flags:
-        domain = self.domains.get(column, LabelDomain())
-        codes: list[exp.If] = []
-        fractions: list[exp.If] = []
-        labels = sorted({*domain.leaves, *domain.intervals})
-        if domain.nulls:  # a NULL label: the raw value is NULL
-            on_null = _judge_null(node)
-            is_null = exp.Is(this=_col("t", column), expression=exp.Null())
-            codes.append(exp.If(this=is_null, true=exp.Literal.number(on_null.code)))
-            fractions.append(
-                exp.If(this=is_null.copy(), true=exp.Literal.number(repr(on_null.fraction)))
-            )
-        for label in labels:
-            judged = _judge_label(node, domain, label)
-            if judged is None:
-                continue
-            match = exp.EQ(this=_col("t", column), expression=exp.Literal.string(label))
-            codes.append(exp.If(this=match, true=exp.Literal.number(judged.code)))
-            fractions.append(
-                exp.If(this=match.copy(), true=exp.Literal.number(repr(float(judged.fraction))))
-            )
-        # A label the catalog does not know may or may not satisfy the condition.
-        code = self._add(exp.Case(ifs=codes, default=exp.Literal.number(_POSSIBLE)))
-        # DOUBLE, not DECIMAL: products of a few fractions of 17 digits overflow DuckDB's
-        # decimal scale (38) in the OR's inclusion-exclusion
-        frac = self._add(
-            exp.Cast(
-                this=exp.Case(ifs=fractions, default=_f("0.5")), to=exp.DataType.build("DOUBLE")
-            )
-        )
+    def _chain(self, node: exp.And | exp.Or) -> _Flags:
+        """An AND or OR chain, its terms gathered (in order of first appearance) into one
+        component per quasi column, one exact condition and the mixed terms; the parts
+        combine by Kleene logic, the fractions as independent events. Gathering a
+        column's terms is exact (it is one component like ``age IN (...)``) and keeps the
+        output linear: one CASE per column, not one per term."""
+        kind = type(node)
+        parts: dict[str | int, list[exp.Expr]] = {}
+        for term in operands(node, kind):
+            found = self._kind(term)
+            parts.setdefault(id(term) if found is None else found, []).append(term)
+        flags = [
+            self.flags(terms[0])
+            if isinstance(key, int)
+            else self._exact(terms, kind)
+            if key == ""
+            else self._component(terms, kind, key)
+            for key, terms in parts.items()
+        ]
+        if len(flags) == 1:
+            return flags[0]
+        every, some = (exp.and_, exp.or_) if kind is exp.And else (exp.or_, exp.and_)
+
+        def joined(combine: Callable[..., exp.Expr], field: str) -> exp.Expr:
+            return combine(*[getattr(f, field) for f in flags], copy=False)
+
+        # AND: the product of the fractions; OR: 1 - the product of their complements
+        if kind is exp.And:
+            frac = _product([f.frac for f in flags])
+        else:
+            frac = _one_minus(_product([_one_minus(f.frac) for f in flags]))
         return _Flags(
-            _f(f"{code.sql()} IN {_MAY_BE_TRUE}"),
-            _f(f"{code.sql()} = {_SURE}"),
-            _f(f"{code.sql()} IN {_MAY_BE_FALSE}"),
-            _f(f"{code.sql()} = {_NEVER}"),
+            joined(every, "may_t"),
+            joined(every, "must_t"),
+            joined(some, "may_f"),
+            joined(some, "must_f"),
             frac,
         )
+
+    def _exact(self, terms: list[exp.Expr], kind: type[exp.Expr]) -> _Flags:
+        """Terms reading no quasi column: exact, copied as SQL."""
+        combine = exp.and_ if kind is exp.And else exp.or_
+        exact = combine(*[_qualified(t, "t") for t in terms], copy=False)
+        true = self._add(exp.func("COALESCE", exact, exp.false()))
+        false = self._add(exp.func("COALESCE", exp.not_(exact.copy()), exp.false()))
+        exact_frac = exp.Case(ifs=[exp.If(this=true.copy(), true=_f("1.0"))], default=_f("0.0"))
+        return _Flags(true, true.copy(), false, false.copy(), exact_frac)
+
+    def _component(self, terms: list[exp.Expr], kind: type[exp.Expr], column: str) -> _Flags:
+        """Per row: the component's code on the row's label (a CASE listing the labels
+        of all codes but the most frequent, its ELSE), its share of the label's values
+        where neither SURE nor NEVER, and whether the catalog knows the label at all (a
+        label it does not know may or may not satisfy the condition). Listing every
+        label per component made a chain of n terms on several columns n CASEs of every
+        label; an equality now lists the few labels over its value. In a column holding
+        NULLs a NULL label is a label like the others (``None`` below)."""
+        domain = self.domains.get(column, LabelDomain())
+        labels = sorted({*domain.leaves, *domain.intervals})
+        if not labels and not domain.nulls:
+            return _Flags(exp.true(), exp.false(), exp.true(), exp.false(), _f("0.5"))
+        component = Component(terms, kind)
+        judged = judge_labels(component, domain)
+        entries: list[tuple[str | None, Judgement]] = [(x, judged[x]) for x in labels]
+        if domain.nulls:
+            entries.insert(0, (None, judge_null(component)))
+        by_code: dict[Any, list[str | None]] = {}
+        by_share: dict[Any, list[str | None]] = {}
+        for label, found in entries:
+            by_code.setdefault(found.code, []).append(label)
+            if found.code not in (SURE, NEVER):  # whose fraction is not 1 or 0
+                by_share.setdefault(found.fraction, []).append(label)
+        # Components judged alike (``sex = 'F'`` in every term of an OR) share columns.
+        key = (column, _frozen(by_code), _frozen(by_share))
+        if key not in self.judged:
+            code_column = self._add(self._by_label(column, by_code))
+            # DOUBLE, not DECIMAL: products of a few fractions of 17 digits overflow
+            # DuckDB's decimal scale (38)
+            shares = by_share or {0.5: []}  # no share: every known label is SURE or NEVER
+            share: exp.Expr = exp.Cast(this=self._by_label(column, shares), to=_DOUBLE.copy())
+            if len(by_share) > 1:  # a CASE over labels: computed once per row
+                share = self._add(share)
+            self.judged[key] = (code_column, share)
+        code_column, share = self.judged[key]
+        known = self._known(column, labels, domain.nulls)
+
+        def code_in(*values: int) -> exp.Expr:
+            listed = [exp.Literal.number(v) for v in values]
+            if len(listed) == 1:
+                return exp.EQ(this=code_column.copy(), expression=listed[0])
+            return exp.In(this=code_column.copy(), expressions=listed)
+
+        frac = exp.Case(
+            ifs=[
+                exp.If(this=exp.not_(known.copy(), copy=False), true=_f("0.5")),
+                exp.If(this=code_in(SURE), true=_f("1.0")),
+                exp.If(this=code_in(NEVER), true=_f("0.0")),
+            ],
+            default=share.copy(),
+        )
+        unknown = exp.not_(known.copy(), copy=False)
+        return _Flags(
+            exp.or_(code_in(*MAY_BE_TRUE), unknown, copy=False),
+            exp.and_(code_in(SURE), known.copy(), copy=False),
+            exp.or_(code_in(*MAY_BE_FALSE), unknown.copy(), copy=False),
+            exp.and_(code_in(NEVER), known.copy(), copy=False),
+            frac,
+        )
+
+    def _known(self, column: str, labels: list[str], nulls: bool) -> exp.Column:
+        """The lab column telling whether the row's label of ``column`` is one of
+        ``labels`` or, in a column holding NULLs, NULL (one per column, shared by its
+        components)."""
+        if column not in self.known:
+            found = exp.In(
+                this=_col("t", column), expressions=[exp.Literal.string(x) for x in labels]
+            )
+            known = exp.func("COALESCE", found, exp.Boolean(this=nulls)) if labels else None
+            self.known[column] = self._add(known or exp.Boolean(this=nulls))
+        return self.known[column]
+
+    def _by_label(self, column: str, groups: dict[Any, list[str | None]]) -> exp.Expr:
+        """``CASE WHEN t.column IN (labels) THEN value ... ELSE value END``, the value
+        with the most labels being the ELSE (the literal alone if there is one value);
+        ``None`` among the labels is a NULL label (``t.column IS NULL``)."""
+        values = sorted(groups, key=lambda v: len(groups[v]))
+        ifs = [
+            exp.If(this=self._label_in(column, groups[value]), true=exp.Literal.number(repr(value)))
+            for value in values[:-1]
+        ]
+        default = exp.Literal.number(repr(values[-1]))
+        return exp.Case(ifs=ifs, default=default) if ifs else default
+
+    def _label_in(self, column: str, labels: list[str | None]) -> exp.Expr:
+        texts = [exp.Literal.string(label) for label in labels if label is not None]
+        tests: list[exp.Expr] = [exp.In(this=_col("t", column), expressions=texts)] if texts else []
+        if None in labels:
+            tests.insert(0, exp.Is(this=_col("t", column), expression=exp.Null()))
+        return exp.or_(*tests, copy=False)
+
+
+def _frozen(groups: dict[Any, list[str | None]]) -> tuple[tuple[Any, tuple[str | None, ...]], ...]:
+    return tuple(sorted((value, tuple(labels)) for value, labels in groups.items()))
+
+
+def _product(factors: list[exp.Expr]) -> exp.Expr:
+    result: exp.Expr = exp.paren(factors[0], copy=False)
+    for factor in factors[1:]:
+        result = exp.Mul(this=result, expression=exp.paren(factor, copy=False))
+    return result
+
+
+def _one_minus(frac: exp.Expr) -> exp.Expr:
+    return exp.Sub(this=_f("1.0"), expression=exp.paren(frac, copy=False))
 
 
 def _col(table: str, name: str) -> exp.Column:
@@ -453,9 +305,7 @@ def _col(table: str, name: str) -> exp.Column:
 
 
 def _qualified(predicate: exp.Expr, table: str) -> exp.Expr:
-    return predicate.copy().transform(
-        lambda n: _col(table, n.name) if isinstance(n, exp.Column) else n
-    )
+    return predicate.transform(lambda n: _col(table, n.name) if isinstance(n, exp.Column) else n)
 
 
 def _show(term: exp.Expr) -> str:
@@ -497,7 +347,7 @@ def build(query: Query) -> exp.Select:
         may_t, must_t = flags.may_t, flags.must_t
         frac: exp.Expr = exp.Case(
             ifs=[
-                exp.If(this=exp.not_(flags.may_t.copy()), true=_f("0.0")),
+                exp.If(this=exp.not_(flags.may_t.copy(), copy=False), true=_f("0.0")),
                 exp.If(this=flags.must_t.copy(), true=_f("1.0")),
             ],
             default=flags.frac,
@@ -516,8 +366,8 @@ def build(query: Query) -> exp.Select:
     rows = (
         exp.select(
             *carried,
-            exp.alias_(must_t, "sure"),
-            exp.alias_(exp.cast(frac, "DOUBLE"), "f"),
+            exp.alias_(must_t, "sure", copy=False),
+            exp.alias_(exp.cast(frac, "DOUBLE", copy=False), "f", copy=False),
         )
         .from_(exp.alias_(_cte("lab"), "l", table=True), copy=False)
         .where(may_t, copy=False)

@@ -91,9 +91,9 @@ def build(
     rows = exp.select(
         *[exp.column(c, table="l") for c in [*groups, *vs, "cid"]],
         exp.alias_(exp.cast(exp.column("cg", table="l"), "BIGINT"), "cg"),
-        exp.alias_(may_t.copy(), "may"),
-        exp.alias_(must_t.copy(), "sure"),
-        exp.alias_(exp.cast(frac, "DOUBLE"), "f"),
+        exp.alias_(may_t.copy(), "may", copy=False),
+        exp.alias_(must_t.copy(), "sure", copy=False),
+        exp.alias_(exp.cast(frac, "DOUBLE", copy=False), "f", copy=False),
         exp.alias_(_f(f"COUNT(*) {cell_of}"), "n_cell"),
         exp.alias_(_f("COUNT(*) OVER (PARTITION BY l.cid)"), "n_class"),
         exp.alias_(_f(f"ROW_NUMBER() {cell_of}"), "rn"),
