@@ -29,7 +29,8 @@ class QueryLimits:
 
     #: characters of SQL text, checked before tokenizing
     max_query_chars: int = 50_000
-    #: tokens (``age = 3 OR`` is 4): 10,000 keep a rewrite well under a second
+    #: tokens (``age = 3 OR`` is 4): at 10,000 a rewrite took at most 0.76 s of CPU, but
+    #: 3.4-4.2 s for ORs of two-column ANDs on lHD (BENCHMARKS.md, bench/rewrite_speed.py)
     max_query_tokens: int = 10_000
     #: nesting: parentheses, brackets, CASE, runs of NOT / unary minus; 32 stays far
     #: below Python's recursion limit in sqlglot's parser and generator
