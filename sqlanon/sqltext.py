@@ -282,10 +282,10 @@ def _words(sql: str) -> list[tuple[int, int, str, str]]:
     comments and dollar-quoted bodies are single tokens, so nothing inside them counts)."""
     out = []
     for m in _CODE_TOKEN.finditer(sql):
-        kind = m.lastgroup if m.lastgroup != "tag" else "dollar"
+        kind = str(m.lastgroup)  # the outermost group: "dollar", never its "tag"
         if kind == "other" and m.group().isspace():
             continue
-        out.append((m.start(), m.end(), str(kind), m.group()))
+        out.append((m.start(), m.end(), kind, m.group()))
     return out
 
 
