@@ -49,7 +49,7 @@ import duckdb
 import numpy as np
 
 import sqlanon
-from sqlanon.backends.duckdb import DuckDBSession
+from sqlanon.duckdb.session import DuckDBSession
 
 QUASI = ["age", "zip", "sex"]
 K, E = 5, 20.0

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ke_release import synthetic  # noqa: E402
 from report import replace_section  # noqa: E402
 
-from sqlanon.pg_install import install_postgres, with_prologue  # noqa: E402
+from sqlanon.postgres.install import install_postgres, with_prologue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 K, E = 5, 20
@@ -60,7 +60,7 @@ LANGUAGE plpython3u AS $py$
 import cProfile, io, pstats, time
 from collections import defaultdict
 from sqlanon.release import ke as release
-from sqlanon.backends.postgres import PlpySession
+from sqlanon.postgres.session import PlpySession
 
 spent = defaultdict(float)
 

@@ -36,7 +36,7 @@ from sqlglot.dialects.dialect import Dialect
 
 import sqlanon
 from sqlanon import demo, intervals
-from sqlanon.backends.duckdb import DuckDBSession
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.rewriter import rewrite
 from sqlanon.rewriter.limits import DEFAULT_LIMITS
 

@@ -32,8 +32,7 @@ from sqlanon.errors import (
     UnsafeReleaseError,
     UnsupportedQueryError,
 )
-
-__version__ = "0.1.0"
+from sqlanon.version import __version__ as __version__
 
 __all__ = [
     "BlockedByReadersError",

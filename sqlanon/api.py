@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlanon.backends.base import Session
+from sqlanon import intervals, rewriter
+from sqlanon.duckdb import register as duckdb_register
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
-from sqlanon.intervals import session_rewrite
-from sqlanon.release import ke as release_ke_module
+from sqlanon.postgres.session import PsycopgSession
+from sqlanon.release import ke, lhd
+from sqlanon.session import Session
+from sqlanon.spark import attach as spark_attach
+from sqlanon.spark.session import SparkSqlSession
+from sqlanon.state import audit_reads, catalog, live
 
 
 def install(con: Any) -> list[str]:
@@ -17,38 +24,28 @@ def install(con: Any) -> list[str]:
     register the SQL functions on it (idempotent; call it on every new connection).
     On a ``pyspark.sql.SparkSession``: create database ``sqlanon`` and its catalog
     tables (idempotent). For PostgreSQL use ``sqlanon install-postgres URL`` (see README)."""
-    from sqlanon.backends.spark import install as install_spark
-    from sqlanon.backends.spark import is_spark_session
+    if spark_attach.is_spark_session(con):
+        return spark_attach.install(con)
 
-    if is_spark_session(con):
-        return install_spark(con)
-    from sqlanon.backends.duckdb import install as install_duckdb
-
-    return install_duckdb(con)
+    return duckdb_register.install(con)
 
 
 @contextmanager
 def session_for(con: Any) -> Iterator[Session]:
     """A :class:`Session` for a DuckDB connection, a psycopg connection or a
     ``pyspark.sql.SparkSession``."""
-    from sqlanon.backends.spark import SparkSqlSession, is_spark_session
-
     module = type(con).__module__
     if module.startswith("duckdb") or module.startswith("_duckdb"):
-        from sqlanon.backends.duckdb import DuckDBSession
-
         session = DuckDBSession(con)
         try:
             yield session
         finally:
             session.close()
     elif module.startswith("psycopg"):
-        from sqlanon.backends.postgres import PsycopgSession
-
         psycopg_session = PsycopgSession(con)
-        with psycopg_session.transaction():  # pins the search path (backends.postgres)
+        with psycopg_session.transaction():  # pins the search path (postgres.session)
             yield psycopg_session
-    elif is_spark_session(con):
+    elif spark_attach.is_spark_session(con):
         spark_session = SparkSqlSession(con)
         try:
             yield spark_session
@@ -63,8 +60,6 @@ def session_for(con: Any) -> Iterator[Session]:
 
 def _require_writable(session: Session, verb: str) -> None:
     """Refuse a writing verb on a read-only DuckDB connection, before it reads anything."""
-    from sqlanon.backends.duckdb import DuckDBSession
-
     if isinstance(session, DuckDBSession):
         session.refuse_read_only(verb)
 
@@ -89,7 +84,7 @@ def release_ke(
     ``domain`` names the people behind the source, README "Domains")."""
     with session_for(con) as session:
         _require_writable(session, "release_ke")
-        return release_ke_module.release_ke(
+        return ke.release_ke(
             session,
             source,
             family,
@@ -120,11 +115,9 @@ def release_lhd(
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
     :func:`sqlanon.release.lhd.release_lhd` (``progress`` as for :func:`release_ke`)."""
-    from sqlanon.release.lhd import release_lhd as release
-
     with session_for(con) as session:
         _require_writable(session, "release_lhd")
-        return release(
+        return lhd.release_lhd(
             session,
             source,
             family,
@@ -145,43 +138,35 @@ def erase(con: Any, source: str) -> dict[str, Any]:
     and that is gone from ``source`` becomes a ghost (its key is replaced everywhere in
     schema ``sqlanon``; the next release publishes the ghost), a gone record no release
     published is forgotten. Returns ``{"source", "domain", "deleted", "ghosts",
-    "forgotten"}``; see :func:`sqlanon.live.erase` for what is refused."""
-    from sqlanon.live import erase as erase_deletions
-
+    "forgotten"}``; see :func:`sqlanon.state.live.erase` for what is refused."""
     with session_for(con) as session:
         _require_writable(session, "erase")
-        return erase_deletions(session, source)
+        return live.erase(session, source)
 
 
 def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[str, Any]:
     """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``
     (none: the ones bundled with sqlanon, for ``dataset`` ``adult``)."""
-    from sqlanon.release.lhd import load_hierarchies as load
-
     with session_for(con) as session:
         _require_writable(session, "load_hierarchies")
-        return load(session, dataset, folder)
+        return lhd.load_hierarchies(session, dataset, folder)
 
 
 def hierarchy_widths(
     con: Any, dataset: str, attribute: str, widths: Sequence[float]
 ) -> dict[str, Any]:
     """Store a numeric interval hierarchy (widths, e.g. ``[5, 10, 20]``) for a column."""
-    from sqlanon.release.lhd import hierarchy_widths as store
-
     with session_for(con) as session:
         _require_writable(session, "hierarchy_widths")
-        return store(session, dataset, attribute, widths)
+        return lhd.hierarchy_widths(session, dataset, attribute, widths)
 
 
 def audit(con: Any, family: str, records: bool = False) -> list[dict[str, Any]]:
     """Replay the attacker of ``family``'s domain (every release of the people behind
     its source, every family, both models); one dict per release of the domain, in
     order (``sqlanon.audit``). ``records``: also the exposed keys (owner only)."""
-    from sqlanon.audit_db import audit_family
-
     with session_for(con) as session:
-        return audit_family(session, family, records=records)
+        return audit_reads.audit_family(session, family, records=records)
 
 
 def set_limit(con: Any, name: str, value: int | None) -> dict[str, int]:
@@ -192,13 +177,9 @@ def set_limit(con: Any, name: str, value: int | None) -> dict[str, int]:
 
     >>> sqlanon.set_limit(con, "max_query_tokens", 20_000)  # doctest: +SKIP
     """
-    import dataclasses
-
-    from sqlanon.catalog import set_limit as store
-
     with session_for(con) as session:
         _require_writable(session, "set_limit")
-        return dataclasses.asdict(store(session, name, value))
+        return dataclasses.asdict(catalog.set_limit(session, name, value))
 
 
 def rewrite(sql: str, catalog: Any, dialect: str = "duckdb") -> str:
@@ -207,16 +188,14 @@ def rewrite(sql: str, catalog: Any, dialect: str = "duckdb") -> str:
     ``catalog`` is either a mapping built with :func:`sqlanon.rewriter.catalog_from_rows`
     or a connection whose ``sqlanon.releases`` is read; ``dialect`` is any sqlglot dialect.
     """
-    from sqlanon.rewriter import rewrite as rewrite_sql
-
     if not isinstance(catalog, Mapping):
         with session_for(catalog) as session:
-            return session_rewrite(session, sql, dialect)
-    return rewrite_sql(sql, catalog, dialect)
+            return intervals.session_rewrite(session, sql, dialect)
+    return rewriter.rewrite(sql, catalog, dialect)
 
 
 def interval(con: Any, sql: str) -> list[dict[str, Any]]:
     """Run an analyst's aggregate query as interval SQL; one dict per output row with
     ``<name>_low``, ``<name>_high`` and ``<name>_est`` per aggregate."""
     with session_for(con) as session:
-        return session.query_dicts(session_rewrite(session, sql))
+        return session.query_dicts(intervals.session_rewrite(session, sql))

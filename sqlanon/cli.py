@@ -18,8 +18,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from sqlanon.api import audit, erase, interval, load_hierarchies, release_ke, release_lhd, rewrite
+from sqlanon.demo import run_demo
 from sqlanon.display import print_table
+from sqlanon.duckdb.register import install as install_duckdb
 from sqlanon.errors import ConfigError, SqlanonError
+from sqlanon.postgres.extension import place_extension
+from sqlanon.postgres.install import install_postgres, install_python_dir
+from sqlanon.report.page import write_report
+from sqlanon.spark.attach import is_master_url, session_for_master
 
 
 @contextmanager
@@ -35,15 +42,12 @@ def connect(db: str, *, install: bool = True, existing: bool = True) -> Iterator
         with psycopg.connect(db, autocommit=True) as pg:
             yield pg
         return
-    from sqlanon.backends.spark import is_master_url, session_for_master
 
     if is_master_url(db):
         with session_for_master(db) as spark:
             yield spark
         return
     import duckdb
-
-    from sqlanon.backends.duckdb import install as install_duckdb
 
     if existing and db != ":memory:" and not os.path.exists(db):
         raise ConfigError(
@@ -107,8 +111,6 @@ def _print_release(family: str, summary: dict[str, Any]) -> None:
 
 
 def _release_ke(args: argparse.Namespace) -> None:
-    from sqlanon.api import release_ke
-
     with connect(args.db) as con:
         summary = release_ke(
             con,
@@ -127,8 +129,6 @@ def _release_ke(args: argparse.Namespace) -> None:
 
 
 def _release_lhd(args: argparse.Namespace) -> None:
-    from sqlanon.api import release_lhd
-
     with connect(args.db) as con:
         summary = release_lhd(
             con,
@@ -147,8 +147,6 @@ def _release_lhd(args: argparse.Namespace) -> None:
 
 
 def _erase(args: argparse.Namespace) -> None:
-    from sqlanon.api import erase
-
     with connect(args.db) as con:
         done = erase(con, args.source)
     print(
@@ -162,15 +160,11 @@ def _erase(args: argparse.Namespace) -> None:
 
 
 def _load_hierarchies(args: argparse.Namespace) -> None:
-    from sqlanon.api import load_hierarchies
-
     with connect(args.db) as con:
         print(json.dumps(load_hierarchies(con, args.dataset, args.folder), indent=2))
 
 
 def _audit(args: argparse.Namespace) -> None:
-    from sqlanon.api import audit
-
     with connect(args.db) as con:
         rows = audit(con, args.family, records=args.records)
     if args.records:
@@ -180,8 +174,6 @@ def _audit(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from sqlanon.report import write_report
-
     out = args.out or f"{args.family}_report.html"
     with connect(args.db) as con:
         written = write_report(con, args.family, out)
@@ -189,8 +181,6 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _query(args: argparse.Namespace) -> None:
-    from sqlanon.api import interval, rewrite
-
     with connect(args.db) as con:
         if args.explain:
             print(rewrite(args.sql, con, args.dialect))
@@ -200,8 +190,6 @@ def _query(args: argparse.Namespace) -> None:
 
 def _install(args: argparse.Namespace) -> None:
     if args.db.startswith(("postgresql://", "postgres://")):
-        from sqlanon.pg_install import install_postgres
-
         install_postgres(args.db)
         print(f"sqlanon installed in {args.db.rsplit('@', 1)[-1]}")
         return
@@ -210,13 +198,9 @@ def _install(args: argparse.Namespace) -> None:
 
 
 def _install_postgres(args: argparse.Namespace) -> None:
-    from sqlanon.pg_install import install_postgres, install_python_dir
-
     if args.server_side == (args.url is not None):
         raise ConfigError("give either a postgresql:// URL or --server-side, not both")
     if args.server_side:
-        from sqlanon.pg_extension import place_extension
-
         built = install_python_dir(args.python_root, python_version=args.python_version)
         print(f"sqlanon for the server's PL/Python is in {built}")
         placed = place_extension(built, extension_dir=args.extension_dir)
@@ -238,8 +222,6 @@ def _install_postgres(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    from sqlanon.demo import run_demo
-
     run_demo(args.db, k=args.k, e=args.e)
 
 

@@ -15,11 +15,12 @@ from typing import Any
 
 import duckdb
 
-from sqlanon.audit_db import audit_family, audit_versions
-from sqlanon.backends.duckdb import DuckDBSession, install
 from sqlanon.display import print_table
+from sqlanon.duckdb.register import install
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.metrics import error_ratio
 from sqlanon.release.ke import release_ke
+from sqlanon.state.audit_reads import audit_family, audit_versions
 
 QUASI = ["age", "sex", "education", "marital_status", "race"]
 PARTS = 10

@@ -10,8 +10,14 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlanon.backends.base import Session
+from sqlanon.release.lhd import attribute_name
+from sqlanon.rewriter import catalog_from_rows
+from sqlanon.rewriter import rewrite as rewrite_sql
+from sqlanon.rewriter.catalog import label_domain, null_quasi
 from sqlanon.rewriter.limits import QueryLimits
+from sqlanon.session import Session
+from sqlanon.state.catalog import query_limits
+from sqlanon.state.source import current_schema, relation, relation_exists
 
 
 def release_catalog(session: Session) -> dict[str, Any]:
@@ -46,8 +52,6 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
 
 
 def _catalog(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
-    from sqlanon.rewriter import catalog_from_rows
-
     if not any(r[3] == "lhd" for r in rows):
         return catalog_from_rows(rows)
     if session.dialect == "postgres":
@@ -76,9 +80,6 @@ def session_rewrite(
     rewriter (called between its steps); give the same function each time, it is part
     of the cache key.
     """
-    from sqlanon.catalog import query_limits
-    from sqlanon.rewriter import rewrite as rewrite_sql
-
     dialect = dialect or session.dialect
     limits = query_limits(session)  # the rewriter checks them before it parses
     rows = _release_rows(session)
@@ -95,9 +96,6 @@ def _rewrite_ke(
     limits: QueryLimits,
     checkpoint: Callable[[], None] | None = None,
 ) -> str:
-    from sqlanon.rewriter import catalog_from_rows
-    from sqlanon.rewriter import rewrite as rewrite_sql
-
     return rewrite_sql(sql, catalog_from_rows(rows), dialect, limits, checkpoint)
 
 
@@ -112,8 +110,6 @@ def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list
     PostgreSQL ``sqlanon.release_hierarchies()`` gives the same rows): the dataset is
     the release source's table name, attributes match columns as in
     :func:`sqlanon.release.lhd.attribute_name`."""
-    from sqlanon.release.lhd import attribute_name
-
     by_attribute: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     for dataset, attribute, value, level, label in session.query(
         "SELECT dataset, attribute, value, level, label FROM sqlanon.hierarchies"
@@ -139,14 +135,11 @@ def _lhd_domains(
     ``hierarchy_rows`` are ``(table_name, quasi column, value, level, label)`` rows of
     the columns' ARX hierarchies (public metadata); a column without any has a numeric
     widths hierarchy, whose labels are read from the release table itself."""
-    from sqlanon.rewriter.catalog import label_domain, null_quasi
-
     found: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     for table, column, value, level, label in hierarchy_rows:
         found.setdefault((str(table), str(column)), []).append((value, level, label))
     q = session.quote_ident
     # The owner may drop old version tables (README, "Changing tables"): skip them.
-    from sqlanon.release.source import current_schema, relation, relation_exists
 
     domains: dict[str, Any] = {}
     for _family, _version, table, model, parameters, *metrics in rows:

@@ -12,11 +12,11 @@ import duckdb
 import pytest
 
 import sqlanon
-from sqlanon.audit_db import audit_domain_of, audit_versions
-from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.cli import main
 from sqlanon.demo import run_experiment
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
+from sqlanon.state.audit_reads import audit_domain_of, audit_versions
 
 COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison", "by_chain")
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlanon.backends.duckdb import DuckDBSession
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.models.ke_bounds import COLUMNS, bounds_columns
-from sqlanon.release.bounds import write_bounds_counts
-from sqlanon.release.source import Source, bounds_relation
+from sqlanon.state.bounds import write_bounds_counts
+from sqlanon.state.source import Source, bounds_relation
 
 groups = st.lists(
     st.lists(st.integers(-5, 5) | st.integers(-(10**6), 10**6), min_size=1, max_size=300),
@@ -69,7 +69,7 @@ def test_duckdb_rows_match_the_record_path(group_values: list[list[int]], pieces
 def test_postgres_rows_match_the_record_path(
     pg_conn: Any, group_values: list[list[int]], pieces: int
 ) -> None:
-    from sqlanon.backends.postgres import PsycopgSession
+    from sqlanon.postgres.session import PsycopgSession
 
     session = PsycopgSession(pg_conn)
     got = build(session, group_values, pieces)

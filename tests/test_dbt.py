@@ -26,8 +26,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from sqlanon.dbt import Plugin, package_dir
-from sqlanon.pg_install import install_postgres
+from sqlanon.duckdb.dbt import Plugin, package_dir
+from sqlanon.postgres.install import install_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "dbt"

@@ -231,7 +231,7 @@ def test_change_line_reads_any_summary() -> None:
 
 @pytest.mark.postgres
 def test_erase_on_postgres(pg_db: str, pg_python_root: Path, pg_conn: Any) -> None:
-    from sqlanon.pg_install import install_postgres
+    from sqlanon.postgres.install import install_postgres
 
     install_postgres(pg_db, python_root=pg_python_root)
     pg_conn.execute("CREATE TABLE people (id integer, age integer, sex text, salary integer)")

@@ -11,7 +11,7 @@ import pytest
 import sqlanon
 from sqlanon import sqltext
 from sqlanon.errors import AmbiguousNameError, ConfigError, UndefinedColumnError
-from sqlanon.release.source import Source
+from sqlanon.state.source import Source
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import sqlanon
 import sqlanon.intervals
-from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.demo import load_adult
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, UnsupportedQueryError
 from sqlanon.rewriter import rewrite
 from tests.test_rewrite_lhd import FUNCS, HIERARCHIES, check, query_pair

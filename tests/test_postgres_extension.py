@@ -19,10 +19,11 @@ import pytest
 from psycopg import errors, sql
 from psycopg.conninfo import make_conninfo
 
-from sqlanon import pg_install, sqltext
+from sqlanon import sqltext
 from sqlanon.errors import ConfigError
-from sqlanon.pg_extension import PlacedExtension, place_extension, server_extension_dir
-from sqlanon.pg_install import install_postgres, install_python_dir
+from sqlanon.postgres import install
+from sqlanon.postgres.extension import PlacedExtension, place_extension, server_extension_dir
+from sqlanon.postgres.install import install_postgres, install_python_dir
 
 # These tests place files in the server-wide extension directory: scripts/test runs each
 # test file on one xdist worker (--dist loadfile), so they run one after another.
@@ -203,7 +204,7 @@ def test_alter_extension_update_from_the_previous_version_keeps_the_releases(
         python = server_python(conn)
     every = [name for name, _ in sqltext.migrations("postgres")]
     with monkeypatch.context() as patch:
-        patch.setattr(pg_install, "_sqlanon_version", lambda: "0.0.9")
+        patch.setattr(install, "sqlanon_version", lambda: "0.0.9")
         previous_dir = install_python_dir(pg_python_root, python_version=python)
         previous = place_extension(
             previous_dir, migrations=[n for n in every if n != "003_ke_bounds_runs"]
@@ -238,7 +239,7 @@ def test_alter_extension_update_from_the_previous_version_keeps_the_releases(
     assert state(pg_conn) == before
     info = one(pg_conn, "SELECT sqlanon.python_info()")
     assert info["python_dir"] != str(previous_dir)
-    assert Path(info["python_dir"]).name == pg_install.python_dir_name(python)
+    assert Path(info["python_dir"]).name == install.python_dir_name(python)
     pg_conn.execute(ADD_PEOPLE, [81, 90])
     assert one(pg_conn, RELEASE_KE)["version"] == 3
     assert len(intervals(pg_conn)) == 2
@@ -319,14 +320,14 @@ def test_placement_chains_upgrade_scripts_and_writes_no_downgrade(
 ) -> None:
     python_dir = tmp_path / "python" / "build"
     python_dir.mkdir(parents=True)
-    (python_dir / pg_install.MARKER).write_text('{"python": "3.11", "deps": "deps"}')
+    (python_dir / install.MARKER).write_text('{"python": "3.11", "deps": "deps"}')
     every = [name for name, _ in sqltext.migrations("postgres")]
     directory = tmp_path / "extension"
     directory.mkdir()
 
     def place(version: str, migrations: list[str]) -> PlacedExtension:
         with monkeypatch.context() as patch:
-            patch.setattr(pg_install, "_sqlanon_version", lambda: version)
+            patch.setattr(install, "sqlanon_version", lambda: version)
             return place_extension(python_dir, extension_dir=directory, migrations=migrations)
 
     old = place("0.0.1", every[:-1])

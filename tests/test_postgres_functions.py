@@ -21,7 +21,7 @@ from psycopg.conninfo import make_conninfo
 
 import sqlanon
 from sqlanon.errors import PermissionDeniedError
-from sqlanon.pg_install import PostgresInstall, install_postgres
+from sqlanon.postgres.install import PostgresInstall, install_postgres
 
 pytestmark = pytest.mark.postgres
 
@@ -486,8 +486,8 @@ def test_analyst_interval_over_an_lhd_release_contains_the_truth(
         assert [r[5] for r in shown if r[1] == "hours_per_week"] == [[10.0, 20.0]]
         assert all(r[5] is None for r in shown if r[1] != "hours_per_week")
         # The same domains as on DuckDB, built by the analyst's client.
-        from sqlanon.backends.postgres import PsycopgSession
         from sqlanon.intervals import release_catalog
+        from sqlanon.postgres.session import PsycopgSession
 
         domains = release_catalog(PsycopgSession(analyst))["adult_lhd"].domains
         rows = (DATA / "hierarchies" / "adult_hierarchy_age.csv").read_text().splitlines()

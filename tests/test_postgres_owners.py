@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
-from sqlanon.pg_install import install_postgres
+from sqlanon.postgres.install import install_postgres
 
 pytestmark = pytest.mark.postgres
 

@@ -14,7 +14,7 @@ import pytest
 
 import sqlanon
 from sqlanon.errors import InfeasibleError
-from sqlanon.pg_install import install_postgres, with_prologue
+from sqlanon.postgres.install import install_postgres, with_prologue
 
 pytestmark = pytest.mark.postgres
 
@@ -38,7 +38,7 @@ def people(pg_db: str, pg_python_root: Path, pg_conn: Any) -> Any:
             "# sqlanon: prologue\n"
             "import json\n"
             "from sqlanon.release import ke as release\n"
-            "from sqlanon.backends.postgres import PlpySession\n"
+            "from sqlanon.postgres.session import PlpySession\n"
             "return json.dumps(release.release_ke(PlpySession(plpy), 'people', family,"
             " key='id', sensitive='salary', quasi=['age', 'sex'], k=k, e=10),"
             " default=float)\n$py$",

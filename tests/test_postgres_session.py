@@ -16,10 +16,11 @@ import psycopg
 import pytest
 import sqlglot
 
-from sqlanon import pg_install, sqltext
-from sqlanon.backends.postgres import PsycopgSession
+from sqlanon import sqltext
 from sqlanon.errors import ConcurrentReleaseError, ConfigError
-from sqlanon.pg_install import PostgresInstall, install_postgres, with_prologue
+from sqlanon.postgres import install
+from sqlanon.postgres.install import PostgresInstall, install_postgres, with_prologue
+from sqlanon.postgres.session import PsycopgSession
 
 pytestmark = pytest.mark.postgres
 
@@ -35,7 +36,7 @@ def run_in_server(conn: Any, installed: PostgresInstall, body: str) -> Any:
     source = (
         "# sqlanon: prologue\n"
         "import json\n"
-        "from sqlanon.backends.postgres import PlpySession\n"
+        "from sqlanon.postgres.session import PlpySession\n"
         + textwrap.dedent(body)
         + "\nreturn json.dumps(run(PlpySession(plpy)))\n"
     )
@@ -126,12 +127,12 @@ def test_upgrade_moves_functions_and_running_sessions_to_the_new_directory(
                 installed.deps_dir,
             )
         )
-        monkeypatch.setattr(pg_install, "_sqlanon_version", lambda: "0.1.0+upgrade")
+        monkeypatch.setattr(install, "sqlanon_version", lambda: "0.1.0+upgrade")
         upgraded = install_postgres(pg_db, python_root=pg_python_root)
 
         assert upgraded.python_dir.name.startswith("0.1.0+upgrade-")
         assert upgraded.deps_dir == installed.deps_dir  # same numpy/sqlglot: reused
-        assert (installed.python_dir / pg_install.MARKER).is_file()  # old one left alone
+        assert (installed.python_dir / install.MARKER).is_file()  # old one left alone
         # The same session, which imported sqlanon from the old directory, now uses the new.
         assert python_info(conn)["python_dir"] == str(upgraded.python_dir)
         retired = conn.execute("SELECT to_regproc('sqlanon.retired')").fetchone()[0]

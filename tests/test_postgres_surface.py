@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from sqlanon.pg_install import PostgresInstall, install_postgres, with_prologue
+from sqlanon.postgres.install import PostgresInstall, install_postgres, with_prologue
 
 pytestmark = pytest.mark.postgres
 

@@ -14,12 +14,7 @@ import numpy as np
 import pytest
 
 import sqlanon
-from sqlanon.errors import (
-    ConcurrentReleaseError,
-    ConfigError,
-    InfeasibleError,
-    UnsafeReleaseError,
-)
+from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke_bounds
 
 RELEASE = (
@@ -394,12 +389,12 @@ def test_parameters_cannot_change_within_a_family(db: duckdb.DuckDBPyConnection)
 
 KILL_SCRIPT = """
 import os, sys, duckdb, sqlanon
-from sqlanon import domain
+from sqlanon.state import domains
 con = duckdb.connect(sys.argv[1])
 sqlanon.install(con)
 def die(*args, **kwargs):
     os._exit(9)  # the process dies after the release table was written, before the commit
-domain.write_cells = die
+domains.write_cells = die
 sqlanon.release_ke(con, 'people', 'people_ke', key='id', sensitive='salary', quasi=['age', 'sex'], k=3, e=10)
 """
 

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import sqlanon
-from sqlanon.audit_db import audit_versions
-from sqlanon.backends.duckdb import DuckDBSession
-from sqlanon.catalog import releases
 from sqlanon.cli import main
 from sqlanon.demo import load_adult
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.lhd import comparison_attack, comparison_violations
 from sqlanon.release.lhd import earlier_release
+from sqlanon.state.audit_reads import audit_versions
+from sqlanon.state.catalog import releases
 
 HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
 

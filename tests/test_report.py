@@ -280,7 +280,7 @@ def test_held_back_rows_are_explained(tmp_path: Path) -> None:
 
 
 def test_report_api_and_errors(db: dict, tmp_path: Path) -> None:
-    from sqlanon.report import write_report
+    from sqlanon.report.page import write_report
 
     con = duckdb.connect(str(db["path"]))
     try:
@@ -298,7 +298,7 @@ def test_report_api_and_errors(db: dict, tmp_path: Path) -> None:
 def test_missing_matplotlib_is_a_clear_error(
     db: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sqlanon.report import write_report
+    from sqlanon.report.page import write_report
 
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     con = duckdb.connect(str(db["path"]))

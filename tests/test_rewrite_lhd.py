@@ -24,8 +24,8 @@ from sqlglot import exp
 
 import sqlanon
 import sqlanon.intervals
-from sqlanon.backends.duckdb import DuckDBSession
 from sqlanon.demo import load_adult
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter import LabelDomain, ReleaseInfo, rewrite
 from sqlanon.rewriter.analyze import AggregateItem, analyze

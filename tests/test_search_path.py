@@ -20,7 +20,7 @@ from psycopg import sql
 
 import sqlanon
 from sqlanon import sqltext
-from sqlanon.pg_install import install_postgres
+from sqlanon.postgres.install import install_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 

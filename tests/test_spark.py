@@ -273,7 +273,8 @@ def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark
     the next writing transaction what to remove (the catalog row was never written).
     A release that fails after writing its table (and, with deletions, after writing
     the catalog's tables anew) is undone: nothing visible, the next one succeeds."""
-    from sqlanon.backends.spark import SparkSqlSession, _Transaction
+    from sqlanon.spark.session import SparkSqlSession
+    from sqlanon.spark.undo import Transaction
 
     # text keys, a DOUBLE sensitive column (the other tests: BIGINT), a source in another
     # database named as SQL quotes it (Spark's catalog keeps names in lower case)
@@ -282,7 +283,7 @@ def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark
     append(spark, "clinic.Lab", lab, LAB)
     before = state(spark)
     dead = SparkSqlSession(spark)
-    dead._tx = _Transaction.begin(dead)  # as transaction() begins; it never ends
+    dead._tx = Transaction.begin(dead)  # as transaction() begins; it never ends
     dead.execute("CREATE TABLE `lab_ke_v1` USING parquet AS SELECT 1 AS x")
     dead.execute(
         "INSERT INTO sqlanon.members (family, version, record_key, status) "

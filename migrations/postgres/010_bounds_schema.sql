@@ -5,7 +5,7 @@
 -- a superuser's or another owner's call would run with their rights. sqlanon_bounds
 -- holds only bounds tables: no search path names it and no call looks into it, so
 -- owners may create there (grants.sql) and nowhere in sqlanon. The data step,
--- sqlanon.release.bounds.move_bounds_tables, moves the existing ones, grants and all.
+-- sqlanon.state.bounds.move_bounds_tables, moves the existing ones, grants and all.
 -- The schema is created only when missing (a restore makes it before CREATE EXTENSION
 -- runs, and an extension script may not take over an existing schema), and the
 -- extension lets go of it (extension_finish.sql): releases' tables live there, and

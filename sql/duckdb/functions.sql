@@ -1,5 +1,5 @@
 -- The SQL face of sqlanon on DuckDB: macros give the `name := value` call style over
--- the positional Python UDFs registered by sqlanon.backends.duckdb.register().
+-- the positional Python UDFs registered by sqlanon.duckdb.register.register().
 CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sensitive := NULL,
         quasi := [], k := 5, e := 0, policy := 'auto', domain := NULL) AS
     _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, domain);

@@ -1,4 +1,4 @@
--- Applied before every migration run (sqlanon.catalog.migrate): the migrations ledger.
+-- Applied before every migration run (sqlanon.state.migrations.migrate): the migrations ledger.
 CREATE SCHEMA IF NOT EXISTS sqlanon;
 -- Where releases put their bounds tables (migration 010 says why not in sqlanon).
 CREATE SCHEMA IF NOT EXISTS sqlanon_bounds;

@@ -1,4 +1,4 @@
--- Last statement of every extension script (install and upgrade, sqlanon.pg_extension).
+-- Last statement of every extension script (install and upgrade, sqlanon.postgres.extension).
 --
 -- 1. sqlanon's PL/Python functions that this build's functions.sql no longer defines are
 --    dropped (they would import an older directory), as `install-postgres URL` does.

@@ -1,4 +1,4 @@
--- First statement of the extension's install script (sqlanon.pg_extension): a database
+-- First statement of the extension's install script (sqlanon.postgres.extension): a database
 -- that `sqlanon install-postgres URL` installed already holds the catalog as plain
 -- objects, which CREATE EXTENSION cannot take over; say so instead of failing on the
 -- first CREATE TABLE.

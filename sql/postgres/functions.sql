@@ -1,5 +1,5 @@
 -- The SQL face of sqlanon on PostgreSQL: PL/Python functions whose bodies are one-line
--- calls into the sqlanon package. sqlanon.pg_install creates them (one transaction,
+-- calls into the sqlanon package. sqlanon.postgres.install creates them (one transaction,
 -- CREATE OR REPLACE), replacing each `# sqlanon: prologue` line with the code that puts
 -- the installed package directory on sys.path (once per session), then applies
 -- sql/postgres/grants.sql.
@@ -10,8 +10,8 @@
 -- the two SECURITY DEFINER functions (plain SQL, fixed search path).
 --
 -- Errors. Each public function is PL/pgSQL around a PL/Python one (`sqlanon._<name>`):
--- the Python side (sqlanon.backends.postgres._reported) reports every failure as one
--- line with a SQLSTATE (postgres.SQLSTATES: 22023 bad argument, 42P01 / 42703 unknown
+-- the Python side (sqlanon.postgres.server._reported) reports every failure as one
+-- line with a SQLSTATE (server.SQLSTATES: 22023 bad argument, 42P01 / 42703 unknown
 -- table / column, 42702 ambiguous unquoted name, 22000 infeasible, 55000 unsafe,
 -- 55P03 lock timeout, 40001 retry the transaction, 0A000 unsupported query, 54000 query
 -- too large, XX000 a bug; SQL errors such as 42501 or 57014 keep their own), and the
@@ -42,7 +42,7 @@
 CREATE OR REPLACE FUNCTION sqlanon.python_info() RETURNS jsonb
 LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
-from sqlanon.backends.postgres import python_info
+from sqlanon.postgres.session import python_info
 return python_info()
 $py$;
 
@@ -75,8 +75,8 @@ CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family 
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain)
+from sqlanon.postgres import server
+return server.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
@@ -103,8 +103,8 @@ CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain)
+from sqlanon.postgres import server
+return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
@@ -133,8 +133,8 @@ CREATE OR REPLACE FUNCTION sqlanon._load_hierarchies(dataset text, folder text) 
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_call(plpy, "load_hierarchies", dataset, folder)
+from sqlanon.postgres import server
+return server.server_call(plpy, "load_hierarchies", dataset, folder)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text DEFAULT NULL)
@@ -157,8 +157,8 @@ CREATE OR REPLACE FUNCTION sqlanon._hierarchy_widths(dataset text, attribute tex
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_call(plpy, "hierarchy_widths", dataset, attribute, widths)
+from sqlanon.postgres import server
+return server.server_call(plpy, "hierarchy_widths", dataset, attribute, widths)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.hierarchy_widths(dataset text, attribute text,
@@ -185,8 +185,8 @@ RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_call(plpy, "audit", family, bool(records), schema=schema)
+from sqlanon.postgres import server
+return server.server_call(plpy, "audit", family, bool(records), schema=schema)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.audit(family text) RETURNS jsonb
@@ -226,8 +226,8 @@ CREATE OR REPLACE FUNCTION sqlanon._erase(schema text, source text) RETURNS json
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_call(plpy, "erase", source, schema=schema)
+from sqlanon.postgres import server
+return server.server_call(plpy, "erase", source, schema=schema)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.erase(source text) RETURNS jsonb
@@ -329,8 +329,8 @@ $sql$;
 CREATE OR REPLACE FUNCTION sqlanon._rewrite(sql text, dialect text) RETURNS text
 LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_rewrite(plpy, sql, dialect)
+from sqlanon.postgres import server
+return server.server_rewrite(plpy, sql, dialect)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.rewrite(sql text, dialect text DEFAULT 'postgres')
@@ -411,8 +411,8 @@ $fn$;
 CREATE OR REPLACE FUNCTION sqlanon._interval_columns(sql text) RETURNS text
 LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_interval_columns(plpy, sql)
+from sqlanon.postgres import server
+return server.server_interval_columns(plpy, sql)
 $py$;
 
 -- The column definition list of sqlanon.interval(sql): "name type, ..." in order.
@@ -436,8 +436,8 @@ $fn$;
 CREATE OR REPLACE FUNCTION sqlanon._interval_json(sql text) RETURNS SETOF jsonb
 LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
 # sqlanon: prologue
-from sqlanon.backends import postgres
-return postgres.server_interval(plpy, sql)
+from sqlanon.postgres import server
+return server.server_interval(plpy, sql)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.interval_json(sql text) RETURNS SETOF jsonb

@@ -1,4 +1,4 @@
--- Roles and privileges, applied by sqlanon.pg_install after functions.sql (idempotent).
+-- Roles and privileges, applied by sqlanon.postgres.install after functions.sql (idempotent).
 --
 --   sqlanon_owner    runs releases, erasures, audits and hierarchy loads. It also needs, granted
 --                    by the database's administrator: SELECT on every source it releases

@@ -1,4 +1,4 @@
--- sqlanon.pg_install asks the server's PL/Python which Python it runs and what it reads
+-- sqlanon.postgres.install asks the server's PL/Python which Python it runs and what it reads
 -- in an install marker (a path on the server's file system). Session-local.
 CREATE OR REPLACE FUNCTION pg_temp.sqlanon_install_probe(marker text) RETURNS text
 LANGUAGE plpython3u AS $py$

@@ -9,19 +9,27 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, live, sqltext
-from sqlanon.backends.base import Session
-from sqlanon.errors import (
-    ConfigError,
-    InfeasibleError,
-)
+from sqlanon import sqltext
+from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models import ke
 from sqlanon.models.cells import Requirement
 from sqlanon.release import ke_engine
 from sqlanon.release.ke_rows import write_rows
 from sqlanon.release.plan import plan_live
 from sqlanon.release.publish import publish
-from sqlanon.release.source import (
+from sqlanon.release.state import (
+    DomainScope,
+    explaining_paper_cells,
+    left_out_counts,
+    open_domain,
+    refuse_unsafe,
+    summary_of,
+    unchanged,
+    write_state,
+)
+from sqlanon.session import Session
+from sqlanon.state import catalog, domains, live
+from sqlanon.state.source import (
     INTEGER,
     NUMERIC,
     Source,
@@ -35,16 +43,6 @@ from sqlanon.release.source import (
     release_schema,
     render_sql,
     resolve_source,
-)
-from sqlanon.release.state import (
-    DomainScope,
-    explaining_paper_cells,
-    left_out_counts,
-    open_domain,
-    refuse_unsafe,
-    summary_of,
-    unchanged,
-    write_state,
 )
 
 KE_POLICIES = ("auto", "merge", "defer", "paper")
@@ -67,7 +65,7 @@ def release_ke(
     """Publish the next (k,e)-anonymous version of ``family`` from ``source``.
 
     The release composes with every earlier release of its domain (``domain_name``, or
-    decided as :mod:`sqlanon.domain` says): old cells stay whole or absent whole, and a
+    decided as :mod:`sqlanon.state.domains` says): old cells stay whole or absent whole, and a
     cell that cannot meet (k,e) is held back. Returns a summary: version, table, rows
     published, groups, rows held back (never published yet) and suppressed (published
     before), sum of errors, and the static optimum of the current table. ``progress``,
@@ -84,7 +82,7 @@ def release_ke(
             "quasi must list at least one column: the columns analysts filter and group by "
             "(a release without any would show only shuffled values and group ids)"
         )
-    domain_name = domain.check_domain(domain_name)
+    domain_name = domains.check_domain(domain_name)
     if policy == "paper" and session.dialect == "spark":
         raise ConfigError(
             "policy 'paper' (the seeds' rule, record by record, for reproducing their "
@@ -195,7 +193,7 @@ def release_ke(
                 [own_group, np.where(ghosts.published_before, ghosts.prev_group, -1)]
             )
         raw_cell = np.concatenate([rows["domain_cell"].astype(np.int64), ghosts.cell])
-        prior = domain.read_cells(session, scope.last, raw_cell)
+        prior = domains.read_cells(session, scope.last, raw_cell)
         attribute_values = {sensitive: values}
         for a in others:
             attribute_values[a] = (

@@ -31,15 +31,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sqlanon import catalog, domain, live, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models import ke
 from sqlanon.models.cells import Requirement
-from sqlanon.release import bounds
 from sqlanon.release.plan import plan_live
-from sqlanon.release.source import Source, relation, render_sql
 from sqlanon.release.state import DomainScope, explaining_paper_cells, refuse_unsafe
+from sqlanon.session import Session
+from sqlanon.state import bounds, catalog, domains, live
+from sqlanon.state.source import Source, relation, render_sql
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
@@ -256,7 +256,7 @@ def _release(
     raw_cell = counts["domain_cell"].astype(np.int64)
     values = counts["s"].astype(np.float64)
     weight = counts["records"].astype(np.float64)
-    prior = domain.read_cells(session, scope.last, raw_cell)
+    prior = domains.read_cells(session, scope.last, raw_cell)
 
     def planned(keep: np.ndarray) -> tuple[np.ndarray, ke.KePlan]:
         idx = np.flatnonzero(keep)
@@ -349,7 +349,7 @@ def _release(
             render_sql(session, "ke_engine_keep", column=q(alias[attribute]), **matches),
             [scope.name, attribute, attribute not in scope.before],
         )
-    domain.write_cells(session, family, version, cells)
+    domains.write_cells(session, family, version, cells)
     never = prior.cell < 0
     return Applied(
         unchanged=False,

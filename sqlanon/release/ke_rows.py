@@ -7,23 +7,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sqlanon import live
-from sqlanon.backends.base import Session
 from sqlanon.models import ke
 from sqlanon.models.cells import Cells
-from sqlanon.release import bounds
-from sqlanon.release.source import (
-    Source,
-    bounds_relation,
-    idents,
-    relation,
-    render_sql,
-)
-from sqlanon.release.state import (
-    joinable_keys,
-    load_members,
-    random_order,
-)
+from sqlanon.release.state import joinable_keys, load_members, random_order
+from sqlanon.session import Session
+from sqlanon.state import bounds, live
+from sqlanon.state.source import Source, bounds_relation, idents, relation, render_sql
 
 
 def write_rows(

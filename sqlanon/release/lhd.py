@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, live, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, check_dataset, load_directory
 from sqlanon.models.cells import Requirement
@@ -33,7 +32,19 @@ from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
 from sqlanon.release import lhd_engine
 from sqlanon.release.plan import plan_live
 from sqlanon.release.publish import publish
-from sqlanon.release.source import (
+from sqlanon.release.state import (
+    left_out_counts,
+    load_members,
+    open_domain,
+    random_order,
+    refuse_unsafe,
+    summary_of,
+    unchanged,
+    write_state,
+)
+from sqlanon.session import Session
+from sqlanon.state import catalog, domains, live
+from sqlanon.state.source import (
     INTEGER,
     NUMERIC,
     Source,
@@ -49,16 +60,6 @@ from sqlanon.release.source import (
     release_schema,
     render_sql,
     resolve_source,
-)
-from sqlanon.release.state import (
-    left_out_counts,
-    load_members,
-    open_domain,
-    random_order,
-    refuse_unsafe,
-    summary_of,
-    unchanged,
-    write_state,
 )
 
 # Names the read and write SQL use for their own columns.
@@ -312,7 +313,7 @@ def release_lhd(
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
     The release composes with every earlier release of its domain (``domain_name``, or
-    decided as :mod:`sqlanon.domain` says) under the cell rule (:mod:`sqlanon.models.lhd`).
+    decided as :mod:`sqlanon.state.domains` says) under the cell rule (:mod:`sqlanon.models.lhd`).
 
     Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
     ``progress``, if given, is called as ``progress(stage, count)`` after each long
@@ -325,7 +326,7 @@ def release_lhd(
     quasi = check_names(family, quasi, sensitive, key)
     if not quasi:
         raise ConfigError("quasi must list at least one column (each needs a hierarchy)")
-    domain_name = domain.check_domain(domain_name)
+    domain_name = domains.check_domain(domain_name)
     with session.transaction():
         session.lock_family(family)
         src = resolve_source(session, source)
@@ -466,7 +467,7 @@ def _release_rows(session: Session, job: lhd_engine.Job) -> lhd_engine.Applied:
     ghosts = live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes)
     live_rows = keys.size
     raw_cell = np.concatenate([rows["domain_cell"].astype(np.int64), ghosts.cell])
-    prior = domain.read_cells(session, scope.last, raw_cell)
+    prior = domains.read_cells(session, scope.last, raw_cell)
     data = {c: rows[c] for c in quasi}
     if ghosts.count:
         keys = np.concatenate([keys.astype(object), ghosts.ids])

@@ -33,14 +33,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sqlanon import catalog, domain, live, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
 from sqlanon.hierarchy import Hierarchy, missing_mask
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd import UNIT_SINGLES, LhdPlan, plan_lhd
 from sqlanon.release.ke_engine import shuffle_key
-from sqlanon.release.source import Source, relation, render_sql
 from sqlanon.release.state import DomainScope, refuse_unsafe
+from sqlanon.session import Session
+from sqlanon.state import catalog, domains, live
+from sqlanon.state.source import Source, relation, render_sql
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = ("_sqlanon_read", "_sqlanon_plan", "_sqlanon_ghost_values", "_sqlanon_ghost_members")
@@ -152,7 +153,7 @@ def _release(session: Session, job: Job) -> Applied | None:
     # keeps: its kept values, and the QI of a live unit of its cell to plan with).
     live_units = weight.size
     raw_cell = np.concatenate([units["domain_cell"].astype(np.int64), ghosts.cell])
-    prior = domain.read_cells(session, scope.last, raw_cell)
+    prior = domains.read_cells(session, scope.last, raw_cell)
     at = np.concatenate([np.arange(live_units), stand_ins(prior.cell, weight, ghosts.count)])
     weight = np.concatenate([weight, np.ones(ghosts.count, dtype=np.int64)])
     values = {
@@ -284,7 +285,7 @@ def _release(session: Session, job: Job) -> Applied | None:
             render_sql(session, "ke_engine_keep", column=q(attribute), **matches),
             [scope.name, attribute, attribute not in scope.before],
         )
-    domain.write_cells(session, family, job.version, cells)
+    domains.write_cells(session, family, job.version, cells)
     never = seg_prior.cell < 0
     return Applied(
         unchanged=False,

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import live
 from sqlanon.errors import UnsafeReleaseError
 from sqlanon.models.cells import Cells, Requirement
 from sqlanon.models.chain import chain_check
+from sqlanon.state import live
 
 
 def _left_out(keep: np.ndarray, weight: np.ndarray | None) -> int:

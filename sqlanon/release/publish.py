@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from sqlanon import catalog, sqltext
-from sqlanon.backends.base import Session, WaitsForReaders
+from sqlanon import sqltext
 from sqlanon.errors import BlockedByReadersError
-from sqlanon.release.source import relation, render_sql
-from sqlanon.release.state import grant_readers
+from sqlanon.session import Session, WaitsForReaders
+from sqlanon.state import catalog
+from sqlanon.state.source import grant_readers, relation, render_sql
 
 #: How long (seconds) a release waits in all for readers of its family's view when the
 #: caller's ``lock_timeout`` is 0, PostgreSQL's default; a nonzero one is the budget.

@@ -12,27 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import catalog, domain, live, sqltext
-from sqlanon.backends.base import Session
-from sqlanon.errors import (
-    BrokenCellError,
-    ConfigError,
-    UnsafeReleaseError,
-)
+from sqlanon import sqltext
+from sqlanon.errors import BrokenCellError, ConfigError, UnsafeReleaseError
 from sqlanon.models import ke
 from sqlanon.models.cells import Cells, failing_cells
-from sqlanon.release.source import (
-    INTEGER,
-    JOINABLE,
-    Source,
-    idents,
-    render_sql,
-)
+from sqlanon.session import Session
+from sqlanon.state import catalog, domains, live
+from sqlanon.state.source import INTEGER, JOINABLE, Source, idents
 
 
 @dataclass(frozen=True)
 class DomainScope:
-    """A release's place in its domain (:mod:`sqlanon.domain`): the domain's latest
+    """A release's place in its domain (:mod:`sqlanon.state.domains`): the domain's latest
     release ``last`` (None: the first), this release's ``seq``, and the attributes the
     domain's cells constrain before it and after it (``attributes``, source columns)."""
 
@@ -93,10 +84,10 @@ def open_domain(
     """Decide the release's domain and serialize the domain's releases (each must see
     the one before: on PostgreSQL an advisory lock; DuckDB refuses the second to commit,
     ``sqlanon.releases`` holding one row per (domain, seq))."""
-    name = domain.resolve(session, src, key, family_last, requested)
+    name = domains.resolve(session, src, key, family_last, requested)
     session.lock_family(f"domain {name}")
-    last = domain.latest(session, name)
-    before = domain.require_columns(src, name, domain.attributes(last))
+    last = domains.latest(session, name)
+    before = domains.require_columns(src, name, domains.attributes(last))
     after = sorted(set(before) | set(sensitive))
     return DomainScope(name, last, 1 if last is None else last.seq + 1, before, after)
 
@@ -253,15 +244,7 @@ def write_state(
         celled & (prior.cell[:live_rows] < 0), scope.before, scope.attributes,
     )  # fmt: skip
     write_members(session, family, version, ghosts=ghosts.count > 0)
-    domain.write_cells(session, family, version, cells)
-
-
-def grant_readers(session: Session, relations: Sequence[str]) -> None:
-    """PostgreSQL: let role ``sqlanon_analyst`` read what a release published (quoted
-    names: its table, the family view, its bounds table) and nothing else. DuckDB has
-    no roles."""
-    if session.dialect == "postgres":
-        session.execute(render_sql(session, "grant_readers", relations=", ".join(relations)))
+    domains.write_cells(session, family, version, cells)
 
 
 def joinable_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str]:

@@ -38,13 +38,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sqlanon import catalog, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
 from sqlanon.errors import ConfigError, UnsafeReleaseError
-from sqlanon.models.cells import Cells
+from sqlanon.models.cells import Cells, Requirement
+from sqlanon.session import Session
+from sqlanon.state import catalog
 
 if TYPE_CHECKING:
-    from sqlanon.release.source import Source
+    from sqlanon.state.source import Source
 
 _DOMAIN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -310,8 +311,6 @@ def rebuild(session: Session) -> None:
     piece of them.
     """
     import json
-
-    from sqlanon.models.cells import Requirement
 
     releases = session.query(
         "SELECT family, version, model, source, CAST(parameters AS VARCHAR) "

@@ -9,10 +9,10 @@ In ``profiles.yml``::
           type: duckdb
           path: clinic.duckdb
           plugins:
-            - module: sqlanon.dbt
+            - module: sqlanon.duckdb.dbt
 
 and the ``sqlanon_release`` materialization from the dbt package in ``dbt_sqlanon/``
-(``python -m sqlanon.dbt`` prints where this install keeps it, for ``packages.yml``).
+(``python -m sqlanon.duckdb.dbt`` prints where this install keeps it, for ``packages.yml``).
 
 dbt-duckdb opens one DuckDB connection per run and hands every thread a cursor of it.
 Python UDFs belong to the database instance, so registering them once on the parent
@@ -30,11 +30,11 @@ import duckdb
 from dbt.adapters.duckdb.plugins import BasePlugin
 
 from sqlanon import sqltext
-from sqlanon.backends.duckdb import define_macros, install
+from sqlanon.duckdb.register import define_macros, install
 
 
 class Plugin(BasePlugin):
-    """Loaded by dbt-duckdb for ``plugins: [{module: sqlanon.dbt}]``."""
+    """Loaded by dbt-duckdb for ``plugins: [{module: sqlanon.duckdb.dbt}]``."""
 
     _conn: duckdb.DuckDBPyConnection | None = None
 

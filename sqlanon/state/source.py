@@ -9,8 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlanon import catalog, sqltext
-from sqlanon.backends.base import ListsCatalog, Session
+from sqlanon import sqltext
 from sqlanon.errors import (
     AmbiguousNameError,
     ConfigError,
@@ -19,6 +18,8 @@ from sqlanon.errors import (
     UndefinedColumnError,
     UndefinedTableError,
 )
+from sqlanon.session import ListsCatalog, Session
+from sqlanon.state import catalog
 
 NUMERIC = re.compile(
     r"^(u?(tiny|small|big|huge)?int(eger)?\d*|decimal.*|numeric.*|double.*|float\d*|real)$"
@@ -193,7 +194,7 @@ def release_schema(session: Session, family: str, last: catalog.Release | None) 
     """What a release records of where it goes and who made it: ``{"schema": ...,
     "released_by": ...}`` where the session names a schema (PostgreSQL), so that analysts
     and later releases find its tables whatever their search path, and a domain is
-    inferred only from the caller's own releases (:mod:`sqlanon.domain`); a family stays
+    inferred only from the caller's own releases (:mod:`sqlanon.state.domains`); a family stays
     in the schema of its first version."""
     if session.schema is None:
         return {}
@@ -226,6 +227,14 @@ def relation(session: Session, name: str) -> str:
     A release's own tables are always named so, never by a bare name on PostgreSQL."""
     q = session.quote_ident
     return q(name) if session.schema is None else f"{q(session.schema)}.{q(name)}"
+
+
+def grant_readers(session: Session, relations: Sequence[str]) -> None:
+    """PostgreSQL: let role ``sqlanon_analyst`` read what a release published (quoted
+    names: its table, the family view, its bounds table) and nothing else. DuckDB has
+    no roles."""
+    if session.dialect == "postgres":
+        session.execute(render_sql(session, "grant_readers", relations=", ".join(relations)))
 
 
 def relation_exists(session: Session, schema: str, name: str) -> bool:

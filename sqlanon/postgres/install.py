@@ -26,7 +26,7 @@ using them; delete them by hand once no session from before the upgrade remains.
 installs queue:
 
 1. ``CREATE EXTENSION IF NOT EXISTS plpython3u``;
-2. the catalog migrations (:func:`sqlanon.upgrade.migrate`: ``migrations/postgres/*.sql``
+2. the catalog migrations (:func:`sqlanon.state.migrations.migrate`: ``migrations/postgres/*.sql``
    in order, each in its own transaction, recorded in ``sqlanon.migrations``);
 3. in one transaction, ``sql/postgres/functions.sql`` with each ``# sqlanon: prologue``
    line replaced by code that puts both directories first on ``sys.path`` once per
@@ -43,7 +43,7 @@ that machine (same sqlanon version; it builds the directory there), then
 server and does only the database part.
 
 **Two ways into a database.** ``--server-side`` also places sqlanon as a PostgreSQL
-extension (:mod:`sqlanon.pg_extension`): ``CREATE EXTENSION sqlanon CASCADE``,
+extension (:mod:`sqlanon.postgres.extension`): ``CREATE EXTENSION sqlanon CASCADE``,
 ``ALTER EXTENSION sqlanon UPDATE``, and ``pg_dump`` dumps the catalog's rows with the
 extension. Its scripts are generated from the same files this module applies
 (migrations, ``functions.sql`` with the prologue, ``grants.sql``), so both ways give
@@ -76,13 +76,16 @@ from typing import Any
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError, SqlanonError
+from sqlanon.postgres.session import PINNED_PATH, PsycopgSession
+from sqlanon.state import migrations
+from sqlanon.version import __version__
 
 DEFAULT_PYTHON_ROOT = Path("/var/lib/sqlanon/python")
 MARKER = "sqlanon-install.json"
 # What the server's Python needs besides sqlanon itself (psycopg is client-only).
 SERVER_REQUIREMENTS = ("numpy", "sqlglot", "duckdb")
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]  # the sqlanon package
 _PROLOGUE_LINE = re.compile(r"^# sqlanon: prologue$", re.MULTILINE)
 _PROLOGUE = """\
 if GD.get("sqlanon.python_path") != {paths!r}:
@@ -117,8 +120,6 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
 
     root = Path(python_root) if python_root is not None else DEFAULT_PYTHON_ROOT
     with psycopg.connect(url, autocommit=True) as conn:
-        from sqlanon.backends.postgres import PINNED_PATH, PsycopgSession
-
         # This connection is the installer's own: pin its path before any query that
         # could resolve an operator (whoever may create in a schema of the URL's path
         # could plant one); the data steps still find old releases in its schema.
@@ -142,9 +143,7 @@ def install_postgres(url: str, *, python_root: Path | str | None = None) -> Post
             deps_dir = root / marker["deps"]
             session.execute("DROP FUNCTION pg_temp.sqlanon_install_probe(text)")
 
-            from sqlanon import upgrade
-
-            applied = upgrade.migrate(session)
+            applied = migrations.migrate(session)
             functions = with_prologue(sqltext.load("postgres", "functions"), python_dir, deps_dir)
             with session.transaction():
                 session.execute(functions)
@@ -178,7 +177,7 @@ def install_python_dir(
         final,
         lambda scratch: _copy_package(scratch / "sqlanon", version),
         {
-            "sqlanon": _sqlanon_version(),
+            "sqlanon": sqlanon_version(),
             "hash": source_hash(version),
             "python": version,
             "deps": deps.name,
@@ -218,7 +217,7 @@ def _build(final: Path, fill: Callable[[Path], None], marker: dict[str, Any]) ->
 
 def python_dir_name(python_version: str) -> str:
     """``<sqlanon version>-<first 12 hex digits of source_hash>``."""
-    return f"{_sqlanon_version()}-{source_hash(python_version)[:12]}"
+    return f"{sqlanon_version()}-{source_hash(python_version)[:12]}"
 
 
 def source_hash(python_version: str) -> str:
@@ -383,10 +382,8 @@ def _this_python() -> str:
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def _sqlanon_version() -> str:
-    import sqlanon
-
-    return str(sqlanon.__version__)
+def sqlanon_version() -> str:
+    return str(__version__)
 
 
 def _make_readable_dirs(root: Path) -> None:

@@ -1,5 +1,5 @@
 """Live tables: deletes, corrections and changed quasi-identifiers between releases
-(MODELS.md, "Changing tables"). Backend-neutral, like :mod:`sqlanon.domain`.
+(MODELS.md, "Changing tables"). Backend-neutral, like :mod:`sqlanon.state.domains`.
 
 Every release compares its source with the state of its domain's latest release:
 
@@ -30,14 +30,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sqlanon import catalog, sqltext
-from sqlanon import domain as domains
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.models.chain import Chain
+from sqlanon.session import Session
+from sqlanon.state import catalog
+from sqlanon.state import domains as domains
+from sqlanon.state.source import (
+    current_schema,
+    resolve_source,  # release builds on this module
+)
 
 if TYPE_CHECKING:
-    from sqlanon.release.source import Source
+    from sqlanon.state.source import Source
 
 GHOST_PREFIX = "ghost:"
 
@@ -261,8 +266,6 @@ def erase(session: Session, source: str) -> dict[str, Any]:
     Refused (nothing written) for a source never released, and for a domain released
     from several sources (a record missing from one may be filtered, not deleted).
     Returns the counts: ``deleted`` = ``ghosts`` (published) + ``forgotten``."""
-    from sqlanon.release.source import resolve_source  # release builds on this module
-
     with session.transaction():
         src = resolve_source(session, source)
         found = sorted({r.domain for r in catalog.releases(session) if r.source == src.label})
@@ -514,7 +517,6 @@ def rebuild(session: Session) -> None:
     sources, or whose source or columns are gone, gets none: a deletion from it is then
     refused (its ghost would lack its values)."""
     # release builds on this module
-    from sqlanon.release.source import current_schema, resolve_source
 
     schema = current_schema(session)
     exists = sqltext.load(session.dialect, "relation_exists")

@@ -2,7 +2,7 @@
 ``ALTER EXTENSION sqlanon UPDATE``, known to ``pg_dump``.
 
 ``sqlanon install-postgres --server-side`` builds the Python directories
-(:mod:`sqlanon.pg_install`) and then, with :func:`place_extension`, writes into the
+(:mod:`sqlanon.postgres.install`) and then, with :func:`place_extension`, writes into the
 server's extension directory (``$(pg_config --sharedir)/extension``)::
 
     sqlanon.control                  default_version = this build's version,
@@ -14,7 +14,7 @@ server's extension directory (``$(pg_config --sharedir)/extension``)::
 digits>``, the digits a hash of the package source (code, SQL, every migration), the
 server's Python ``X.Y`` and the two directories the functions import from. The
 functions' bodies import that build's directory (the prologue, see
-:func:`sqlanon.pg_install.with_prologue`), so any change, a migration or not, is a
+:func:`sqlanon.postgres.install.with_prologue`), so any change, a migration or not, is a
 new version whose functions point at the new directory. The catalog level is in each
 script's header (``-- migrations: 001_catalog 002_...``).
 
@@ -29,7 +29,7 @@ script's header (``-- migrations: 001_catalog 002_...``).
   skipped: they rewrite rows of releases, and a new catalog has none.)
 - upgrade ``old -> new``: the migrations ``new`` has and ``old`` (its install script's
   header) has not, each followed by its data step (``extension_data_step.sql``:
-  PL/Python running :func:`sqlanon.upgrade.run_data_step` from the new directory) and
+  PL/Python running :func:`sqlanon.state.migrations.run_data_step` from the new directory) and
   its ledger row; then functions, grants and the finish, as in the install script.
 
 So a new migration file makes a new version whose upgrade script applies it, with no
@@ -63,6 +63,8 @@ from pathlib import Path
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
+from sqlanon.postgres import install
+from sqlanon.state.migrations import has_data_step
 
 EXTENSION = "sqlanon"
 _MIGRATION_NAME = re.compile(r"^[0-9]{3}_[a-z0-9_]+$")
@@ -70,7 +72,7 @@ _HEADER_MIGRATIONS = re.compile(r"^-- migrations:(.*)$", re.MULTILINE)
 _DEFAULT_VERSION = re.compile(r"^\s*default_version\s*=\s*'([^']*)'", re.MULTILINE)
 _CONTROL = """\
 # sqlanon: releases of private tables that compose safely; written by
-# `sqlanon install-postgres --server-side` (sqlanon.pg_extension), do not edit.
+# `sqlanon install-postgres --server-side` (sqlanon.postgres.extension), do not edit.
 comment = 'sqlanon: privacy-safe releases of growing private tables'
 default_version = '{version}'
 requires = 'plpython3u'
@@ -91,12 +93,10 @@ class PlacedExtension:
 
 def extension_version(python_dir: Path | str, deps_dir: Path | str, python_version: str) -> str:
     """``<sqlanon version>-<12 hex digits>`` for this build installed at ``python_dir``."""
-    from sqlanon.pg_install import _sqlanon_version, source_hash
-
     digest = hashlib.sha256(
-        f"{source_hash(python_version)}\n{python_dir}\n{deps_dir}\n".encode()
+        f"{install.source_hash(python_version)}\n{python_dir}\n{deps_dir}\n".encode()
     ).hexdigest()
-    return f"{_sqlanon_version()}-{digest[:12]}"
+    return f"{install.sqlanon_version()}-{digest[:12]}"
 
 
 def install_script(
@@ -143,14 +143,13 @@ def upgrade_script(
         return None
     texts = dict(sqltext.migrations("postgres"))
     step = sqltext.load("postgres", "extension_data_step")
-    from sqlanon import upgrade
 
     parts = [_header(version, names)]
     for name in names:
         if name in old:
             continue
         parts.append(texts[name].rstrip().rstrip(";") + ";")
-        if upgrade.has_data_step(name):
+        if has_data_step(name):
             parts.append(sqltext.render(step, step=f'"{name}"'))
         parts.append(_ledger_row(name))
     parts += _functions_and_grants()
@@ -165,14 +164,12 @@ def place_extension(
 ) -> PlacedExtension:
     """Write the control file and this build's scripts into ``extension_dir`` (default:
     the server's, from ``pg_config``). ``python_dir`` is what
-    :func:`sqlanon.pg_install.install_python_dir` built. Idempotent.
+    :func:`sqlanon.postgres.install.install_python_dir` built. Idempotent.
 
     Scripts first, control file last, each written beside its place and renamed into
     it, so ``CREATE EXTENSION`` never reads half a file.
     """
-    from sqlanon.pg_install import MARKER
-
-    marker = json.loads((python_dir / MARKER).read_text())
+    marker = json.loads((python_dir / install.MARKER).read_text())
     deps_dir = python_dir.parent / marker["deps"]
     directory = Path(extension_dir) if extension_dir is not None else server_extension_dir()
     version = extension_version(python_dir, deps_dir, marker["python"])
@@ -232,7 +229,7 @@ def _migration_names(migrations: list[str] | None) -> list[str]:
 
 def _header(version: str, migrations: list[str]) -> str:
     return (
-        f"-- sqlanon extension version {version}, generated by sqlanon.pg_extension from\n"
+        f"-- sqlanon extension version {version}, generated by sqlanon.postgres.extension from\n"
         "-- migrations/postgres/*.sql, sql/postgres/functions.sql and grants.sql: do not edit.\n"
         f"-- migrations: {' '.join(migrations)}\n"
         '\\echo Use "CREATE EXTENSION sqlanon CASCADE" to load this file. \\quit'
@@ -253,9 +250,7 @@ def _functions_and_grants() -> list[str]:
 
 
 def _with_prologue(script: str, python_dir: Path | str, deps_dir: Path | str) -> str:
-    from sqlanon.pg_install import with_prologue
-
-    return with_prologue(script, python_dir, deps_dir)
+    return install.with_prologue(script, python_dir, deps_dir)
 
 
 def _write(path: Path, text: str) -> None:

@@ -8,21 +8,17 @@ import json
 import numpy as np
 
 from sqlanon import sqltext
-from sqlanon.backends.base import Session
-from sqlanon.errors import (
-    ConfigError,
-)
+from sqlanon.errors import ConfigError
 from sqlanon.models import ke_bounds
-from sqlanon.release.source import (
+from sqlanon.session import Session
+from sqlanon.state.source import (
     INTEGER,
     Source,
     bounds_relation,
     current_schema,
+    grant_readers,
     relation,
     render_sql,
-)
-from sqlanon.release.state import (
-    grant_readers,
 )
 
 

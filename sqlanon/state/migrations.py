@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlanon import domain, live, sqltext
-from sqlanon.backends.base import Session
-from sqlanon.release import bounds
+from sqlanon import sqltext
+from sqlanon.session import Session
+from sqlanon.state import bounds, domains, live
 
 
 def migrate(session: Session) -> list[str]:
@@ -62,7 +62,7 @@ def pending(session: Session) -> list[str]:
 #: Migrations that also rewrite data, run after their file inside its transaction.
 _DATA_STEPS: dict[str, Callable[[Session], None]] = {
     "003_ke_bounds_runs": bounds.rebuild_ke_bounds,
-    "005_domains": domain.rebuild,
+    "005_domains": domains.rebuild,
     "007_live_tables": live.rebuild,
     "010_bounds_schema": bounds.move_bounds_tables,
 }

@@ -38,7 +38,6 @@ needs it).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import uuid
@@ -50,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from sqlanon.errors import ConfigError
+from sqlanon.spark.undo import CATALOG_TABLES, IDENT, Transaction, recover
 
 #: Where temporary tables are materialized (parquet tables behind temporary views).
 WORK_DATABASE = "sqlanon_work"
@@ -66,10 +66,9 @@ _ADD_COLUMN = re.compile(
     r"\s+DEFAULT\s+('[^'\\]*'|-?[0-9]+|true|false)\s*$",
     re.IGNORECASE,
 )
-_IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
 _CREATES = re.compile(
     rf"^\s*CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(IF\s+NOT\s+EXISTS\s+)?"
-    rf"({_IDENT}(?:\.{_IDENT})?)",
+    rf"({IDENT}(?:\.{IDENT})?)",
     re.IGNORECASE,
 )
 _OVERWRITE = re.compile(
@@ -149,7 +148,7 @@ def spark_type(name: str) -> str:
 
 
 class SparkSqlSession:
-    """A :class:`sqlanon.backends.base.Session` over one ``SparkSession``."""
+    """A :class:`sqlanon.session.Session` over one ``SparkSession``."""
 
     dialect = "spark"
     schema: str | None = None
@@ -162,7 +161,7 @@ class SparkSqlSession:
             )
         self._spark = spark
         self._temp: dict[str, str] = {}  # temporary table -> its parquet table
-        self._tx: _Transaction | None = None
+        self._tx: Transaction | None = None
         self._depth = 0
 
     # -- statements ---------------------------------------------------------------
@@ -349,7 +348,7 @@ class SparkSqlSession:
                     self._depth -= 1
                 return
             recover(self)
-            self._tx = _Transaction.begin(self)
+            self._tx = Transaction.begin(self)
             self._depth = 1
             try:
                 yield
@@ -379,236 +378,6 @@ class SparkSqlSession:
         return self._spark
 
 
-class _Transaction:
-    """What one writing transaction must be able to undo (module docstring). Each
-    catalog table's data files are listed (and noted) just before its first write, so
-    a call refused before it writes lists nothing."""
-
-    def __init__(self, txid: str, noted: list[str] | None) -> None:
-        self.txid = txid
-        self.files: dict[str, list[str]] = {}  # catalog table -> its files before the writes
-        self.created: list[str] = []  # tables and views created, qualified
-        self.replaced: dict[str, str] = {}  # view -> its definition before
-        self.noted = noted  # sqlanon.pending's files before the notes (None: no table yet)
-        self.moved: dict[str, str] = {}  # catalog table -> folder its files moved to
-
-    @classmethod
-    def begin(cls, session: SparkSqlSession) -> _Transaction:
-        spark = session.spark
-        return cls(uuid.uuid4().hex, _pending_files(spark) if _has_pending(spark) else None)
-
-    def note(self, spark: Any, kind: str, detail: str) -> None:
-        """Write a note to ``sqlanon.pending`` before the write it announces."""
-        if self.noted is not None:
-            spark.sql(
-                "INSERT INTO sqlanon.pending (txid, kind, detail) VALUES (:t, :k, :d)",
-                args={"t": self.txid, "k": kind, "d": detail},
-            ).collect()
-
-    def writing(self, session: SparkSqlSession, table: str) -> None:
-        """Before an INSERT INTO catalog table ``table``: its files, the first time."""
-        name = f"sqlanon.`{table}`"
-        if name not in self.files:
-            spark = session.spark
-            self.files[name] = sorted(spark.table(name).inputFiles())
-            self.note(spark, "files", json.dumps([name, self.files[name]]))
-
-    def move_away(self, session: SparkSqlSession, table: str) -> None:
-        """Move the data files of catalog table ``table`` to a backup folder beside the
-        catalog's tables (noted first), before its rows are written anew."""
-        spark = session.spark
-        name = f"sqlanon.`{table}`"
-        folder = self.moved.get(name)
-        if folder is None:
-            folder = f"{_location(spark, 'sqlanon')}/_backup_{self.txid}/{table}"
-            self.note(spark, "moved", json.dumps([name, folder]))
-            self.moved[name] = folder
-        spark.sql(f"REFRESH TABLE {name}").collect()
-        _move_files(spark, spark.table(name).inputFiles(), folder)
-        spark.sql(f"REFRESH TABLE {name}").collect()
-
-    def creating(self, session: SparkSqlSession, name: str, how: str, kind: str) -> None:
-        """Before ``CREATE [OR REPLACE] TABLE|VIEW [IF NOT EXISTS] name``: note what an
-        undo must drop or restore. A creation IF NOT EXISTS (the catalog's own tables)
-        is not noted for a dead driver: running it again reuses the table."""
-        spark = session.spark
-        qualified = _qualified(spark, name)
-        exists = bool(spark.catalog.tableExists(qualified))
-        if "REPLACE" in how.upper() and kind.upper() == "VIEW" and exists:
-            before = str(spark.sql(f"SHOW CREATE TABLE {qualified}").collect()[0][0])
-            self.replaced.setdefault(qualified, before)
-            self.note(spark, "replaced", json.dumps([qualified, before]))
-        elif not exists:
-            self.created.append(qualified)
-            if "NOT EXISTS" not in how.upper():
-                self.note(spark, "created", qualified)
-
-    def undo(self, session: SparkSqlSession) -> None:
-        _undo(session.spark, self.files, self.created, self.replaced, self.moved)
-        self.end(session)
-
-    def end(self, session: SparkSqlSession) -> None:
-        """Drop this transaction's notes (the files sqlanon.pending gained since it began:
-        one writing transaction at a time)."""
-        spark = session.spark
-        _drop_backups(spark, self.moved.values())
-        if self.noted is None:
-            return
-        gained = sorted(set(_pending_files(spark)) - set(self.noted))
-        if gained:
-            _delete_files(spark, gained)
-            spark.sql("REFRESH TABLE sqlanon.pending").collect()
-
-
-def _qualified(spark: Any, name: str) -> str:
-    """``name`` with its database (the current one when it has none)."""
-    if re.match(rf"^{_IDENT}\.{_IDENT}$", name):
-        return name
-    db = str(spark.catalog.currentDatabase())
-    return "`" + db.replace("`", "``") + "`." + name
-
-
-#: The catalog tables writes append to (release tables, views and bounds tables are
-#: created whole, and dropped whole on an undo).
-CATALOG_TABLES = (
-    "migrations",
-    "releases",
-    "members",
-    "cells",
-    "kept_values",
-    "links",
-    "hierarchies",
-    "hierarchy_widths",
-    "query_limits",
-)
-
-
-def _has_pending(spark: Any) -> bool:
-    return bool(spark.catalog.tableExists("sqlanon.pending"))
-
-
-def _pending_files(spark: Any) -> list[str]:
-    return sorted(spark.table("sqlanon.pending").inputFiles())
-
-
-def _delete_files(spark: Any, files: Sequence[str]) -> None:
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    for f in files:
-        path = jvm.org.apache.hadoop.fs.Path(f)
-        path.getFileSystem(conf).delete(path, False)
-
-
-def _fs(spark: Any, path: str) -> tuple[Any, Any]:
-    jvm = spark.sparkContext._jvm
-    p = jvm.org.apache.hadoop.fs.Path(path)
-    return p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), p
-
-
-def _move_files(spark: Any, files: Sequence[str], folder: str) -> None:
-    fs, target = _fs(spark, folder)
-    fs.mkdirs(target)
-    jvm = spark.sparkContext._jvm
-    for f in files:
-        source = jvm.org.apache.hadoop.fs.Path(f)
-        if not fs.rename(source, jvm.org.apache.hadoop.fs.Path(target, source.getName())):
-            raise ConfigError(f"could not move {f} to {folder}; nothing was changed after it")
-
-
-def _move_back(spark: Any, folder: str, before: Sequence[str]) -> None:
-    """Move the files of ``folder`` back to where ``before`` lists them."""
-    fs, source = _fs(spark, folder)
-    if not fs.exists(source):
-        return
-    jvm = spark.sparkContext._jvm
-    home = {jvm.org.apache.hadoop.fs.Path(f).getName(): f for f in before}
-    for status in fs.listStatus(source):
-        name = str(status.getPath().getName())
-        if name in home:
-            fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(home[name]))
-
-
-def _drop_backups(spark: Any, folders: Any) -> None:
-    for folder in folders:
-        fs, path = _fs(spark, folder)
-        if fs.exists(path):
-            fs.delete(path.getParent(), True)
-
-
-def _undo(
-    spark: Any,
-    files: dict[str, list[str]],
-    created: Sequence[str],
-    replaced: dict[str, str],
-    moved: dict[str, str],
-) -> None:
-    """Put the catalog tables of ``files`` back to those files (the ones ``moved`` to a
-    backup folder come back), drop ``created``, restore ``replaced``."""
-    for name in reversed(list(created)):
-        kind = "VIEW" if _is_view(spark, name) else "TABLE"
-        spark.sql(f"DROP {kind} IF EXISTS {name}").collect()
-    for definition in replaced.values():
-        statement = re.sub(
-            r"^\s*CREATE\s+VIEW", "CREATE OR REPLACE VIEW", definition, count=1, flags=re.I
-        )
-        spark.sql(statement).collect()
-    for name, before in files.items():
-        spark.sql(f"REFRESH TABLE {name}").collect()
-        gained = sorted(set(spark.table(name).inputFiles()) - set(before))
-        _delete_files(spark, gained)
-        if name in moved:
-            _move_back(spark, moved[name], before)
-        spark.sql(f"REFRESH TABLE {name}").collect()
-    _drop_backups(spark, moved.values())
-
-
-def _is_view(spark: Any, name: str) -> bool:
-    try:
-        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
-    except Exception:  # noqa: BLE001 - gone already: nothing to drop
-        return False
-    return any(str(r[0]) == "Type" and str(r[1]).upper() == "VIEW" for r in rows)
-
-
-def recover(session: SparkSqlSession) -> list[str]:
-    """Undo what a writing transaction of a driver that died left (``sqlanon.pending``):
-    unless ``sqlanon.releases`` gained a file after its notes listed that table's files
-    (the catalog row was written: it committed, and stays), the catalog files it added,
-    its tables and views go.
-    Returns the ids of the transactions cleaned up."""
-    spark = session.spark
-    if not _has_pending(spark):
-        return []
-    spark.sql("REFRESH TABLE sqlanon.pending").collect()
-    if not _pending_files(spark):
-        return []
-    notes = spark.sql(
-        "SELECT txid, kind, detail, input_file_name() AS f FROM sqlanon.pending"
-    ).collect()
-    by_tx: dict[str, list[tuple[str, str]]] = {}
-    files_of: dict[str, set[str]] = {}
-    for txid, kind, detail, f in notes:
-        by_tx.setdefault(str(txid), []).append((str(kind), str(detail)))
-        files_of.setdefault(str(txid), set()).add(str(f))
-    releases = "sqlanon.`releases`"
-    for txid, entries in by_tx.items():
-        files: dict[str, list[str]] = dict(json.loads(d) for k, d in entries if k == "files")
-        if releases in files:
-            spark.sql(f"REFRESH TABLE {releases}").collect()
-            now = spark.table(releases).inputFiles()
-        # the catalog row is the commit point: written, the transaction committed
-        if releases not in files or not set(now) - set(files[releases]):
-            created = [d for k, d in entries if k == "created"]
-            replaced = dict(json.loads(d) for k, d in entries if k == "replaced")
-            moved = dict(json.loads(d) for k, d in entries if k == "moved")
-            _undo(spark, files, created, replaced, moved)
-        else:
-            _drop_backups(spark, [json.loads(d)[1] for k, d in entries if k == "moved"])
-        _delete_files(spark, sorted(files_of[txid]))
-    spark.sql("REFRESH TABLE sqlanon.pending").collect()
-    return list(by_tx)
-
-
 _INTEGRAL = re.compile(r"^(tinyint|smallint|int|integer|bigint|long|short|byte)$", re.IGNORECASE)
 
 
@@ -627,157 +396,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     return value
-
-
-def is_spark_session(con: Any) -> bool:
-    """Whether ``con`` is a ``pyspark.sql.SparkSession`` (without importing pyspark)."""
-    return any(
-        cls.__module__.startswith("pyspark.sql") and cls.__name__ == "SparkSession"
-        for cls in type(con).__mro__
-    )
-
-
-_MASTER = re.compile(r"^(local(\[(\*|[0-9]+)(,[0-9]+)?\])?|yarn|(spark|k8s|mesos)://\S+)$")
-
-
-def is_master_url(text: str) -> bool:
-    """Whether ``text`` is a Spark master URL (``local[2]``, ``spark://host:7077``,
-    ``yarn``, ``k8s://...``), as the CLI's ``--db`` takes it.
-
-    >>> is_master_url("local[2]"), is_master_url("clinic.duckdb")
-    (True, False)
-    """
-    return bool(_MASTER.match(text))
-
-
-@contextmanager
-def session_for_master(master: str) -> Iterator[Any]:
-    """A SparkSession on ``master`` with sqlanon installed (the CLI's ``--db``); stopped
-    at the end unless it was running already. Spark's own configuration (warehouse,
-    catalog) comes from the usual places (``spark-defaults.conf``, ``SPARK_CONF_DIR``);
-    the warehouse defaults to ``./spark-warehouse``."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:
-        raise ConfigError(
-            f"--db {master!r} is a Spark master URL, but pyspark is not installed: "
-            "pip install 'sqlanon[spark]' (and Java 17)"
-        ) from exc
-    running = SparkSession.getActiveSession()
-    spark = SparkSession.builder.master(master).appName("sqlanon").getOrCreate()
-    try:
-        install(spark)
-        yield spark
-    finally:
-        if running is None:
-            spark.stop()
-
-
-def install(spark: Any) -> list[str]:
-    """Create database ``sqlanon`` with the catalog tables (idempotent); with Spark's
-    in-memory catalog, first attach what an earlier application left in the warehouse
-    (:func:`attach`)."""
-    if not is_spark_session(spark):
-        raise ConfigError("install() takes a pyspark.sql.SparkSession")
-    from sqlanon import upgrade
-
-    session = SparkSqlSession(spark)
-    try:
-        attach(session)
-        applied = upgrade.migrate(session)
-        attach_releases(session)
-        return applied
-    finally:
-        session.close()
-
-
-_CATALOG_DDL = re.compile(
-    r"^(CREATE TABLE IF NOT EXISTS sqlanon\.([a-z_]+) \(.*\) USING parquet);?$", re.DOTALL
-)
-
-
-def _in_memory(spark: Any) -> bool:
-    return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory")) == "in-memory"
-
-
-def _literal(text: str) -> str:
-    """A Spark string literal (backslashes escape in Spark SQL strings)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _subdirectories(spark: Any, location: str) -> dict[str, str]:
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(location)
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return {}
-    return {
-        str(st.getPath().getName()): str(st.getPath().toString())
-        for st in fs.listStatus(path)
-        if st.isDirectory()
-    }
-
-
-def _location(spark: Any, database: str) -> str:
-    rows = spark.sql(f"DESCRIBE DATABASE {database}").collect()
-    return next(str(r[1]) for r in rows if str(r[0]).lower() == "location")
-
-
-def attach(session: SparkSqlSession) -> list[str]:
-    """Spark's default (in-memory) catalog forgets its tables when the application
-    ends; their files stay in the warehouse. Register again the catalog tables (with
-    their declared columns) and bounds tables of database ``sqlanon`` found there.
-    Returns the tables attached. A Hive metastore keeps them itself: nothing to do."""
-    from sqlanon import sqltext
-
-    spark = session.spark
-    if not _in_memory(spark):
-        return []
-    spark.sql("CREATE DATABASE IF NOT EXISTS sqlanon").collect()
-    ddl = {}
-    texts = [sqltext.load("spark", "bootstrap"), *(t for _n, t in sqltext.migrations("spark"))]
-    for text in texts:
-        for statement in sqltext.statements(text):
-            found = _CATALOG_DDL.match(statement)
-            if found:
-                ddl[found.group(2)] = found.group(1)
-    attached = []
-    for name, path in sorted(_subdirectories(spark, _location(spark, "sqlanon")).items()):
-        if spark.catalog.tableExists(f"sqlanon.`{name}`"):
-            continue
-        if name in ddl:
-            spark.sql(f"{ddl[name]} LOCATION {_literal(path)}").collect()
-        elif name.endswith("_bounds"):
-            spark.catalog.createTable(f"sqlanon.`{name}`", path=path, source="parquet")
-        else:
-            continue
-        attached.append(name)
-    return attached
-
-
-def attach_releases(session: SparkSqlSession) -> list[str]:
-    """With the in-memory catalog, register again each release table of the current
-    database left by an earlier application, and each family's view of its newest."""
-    from sqlanon import catalog, sqltext
-
-    spark = session.spark
-    if not _in_memory(spark):
-        return []
-    q = session.quote_ident
-    here = _subdirectories(spark, _location(spark, q(session.current_schema())))
-    attached = []
-    newest: dict[str, str] = {}
-    for release in catalog.releases(session):
-        newest[release.family] = release.table_name
-        name = release.table_name
-        if not spark.catalog.tableExists(name) and name.lower() in here:
-            spark.catalog.createTable(name, path=here[name.lower()], source="parquet")
-            attached.append(name)
-    for family, table in newest.items():
-        if spark.catalog.tableExists(table) and not spark.catalog.tableExists(family):
-            view = sqltext.render(
-                sqltext.load("spark", "point_view"), family=q(family), release=q(table)
-            )
-            spark.sql(view).collect()
-            attached.append(family)
-    return attached

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlanon import catalog, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
 from sqlanon.errors import SqlanonError
+from sqlanon.session import Session
+from sqlanon.state import catalog
+from sqlanon.state.audit_reads import audit_family
 
 #: What each check of the audit does, for the reader of the report.
 ATTACKS = {
@@ -66,8 +68,6 @@ class AuditSection:
 
 def audit_section(session: Session, family: str) -> AuditSection:
     """The audit of ``family``'s domain, as the report shows it."""
-    from sqlanon.audit_db import audit_family
-
     try:
         rows = audit_family(session, family)
     except SqlanonError as exc:

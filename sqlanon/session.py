@@ -29,7 +29,7 @@ class Session(Protocol):
         """The schema a release writes to and looks unqualified names up in, when the
         session never resolves names through the connection's search path (PostgreSQL:
         the path is pinned to ``pg_catalog, pg_temp``, see
-        :mod:`sqlanon.backends.postgres`); None: the connection's current schema, by
+        :mod:`sqlanon.postgres.session`); None: the connection's current schema, by
         unqualified names (DuckDB, Spark)."""
         ...
 
@@ -59,7 +59,7 @@ class Session(Protocol):
 @runtime_checkable
 class ListsCatalog(Protocol):
     """A session whose engine has no ``information_schema`` (Spark) lists its tables
-    and columns itself; :mod:`sqlanon.release.source` asks it instead."""
+    and columns itself; :mod:`sqlanon.state.source` asks it instead."""
 
     def current_schema(self) -> str: ...
 

@@ -2,7 +2,7 @@
 they answer queries.
 
 The page opens with a warning block when the audit of the family's domain (every
-release of the people behind its source, :mod:`sqlanon.report_audit`) exposes records.
+release of the people behind its source, :mod:`sqlanon.report.audit_section`) exposes records.
 It holds a table of every version (rows, what was held back or suppressed, groups or
 classes, the model's own quality measures, and the audit's exposed records), the rows
 each version left out and why, and PNG charts embedded as ``data:`` URIs, so the single
@@ -34,12 +34,16 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from sqlanon import catalog, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import sqltext
+from sqlanon.api import session_for
 from sqlanon.errors import ConfigError, SqlanonError
+from sqlanon.intervals import release_catalog
 from sqlanon.metrics import error_ratio
-from sqlanon.release.source import release_relation
-from sqlanon.report_audit import AuditSection, audit_section, waiting_section
+from sqlanon.report.audit_section import AuditSection, audit_section, waiting_section
+from sqlanon.rewriter import rewrite
+from sqlanon.session import Session
+from sqlanon.state import catalog
+from sqlanon.state.source import release_relation
 
 WORKLOAD_SIZE = 30
 WORKLOAD_SEED = 20240601
@@ -66,8 +70,6 @@ class Query:
 
 def write_report(con: Any, family: str, path: str | Path) -> Path:
     """Write the HTML report of ``family`` to ``path``; returns the path written."""
-    from sqlanon.api import session_for
-
     with session_for(con) as session:
         page = render_report(session, family)
     out = Path(path)
@@ -210,8 +212,6 @@ def _raw_combinations(
     one raw value it covers (from the label domains the rewriter uses: hierarchy leaves,
     or the intervals of a widths hierarchy), so equalities and ranges on them match the
     published rows on every version. A label without a known raw value keeps its text."""
-    from sqlanon.intervals import release_catalog
-
     info = release_catalog(session).get(first.table_name)
     domains = (info.domains if info is not None else None) or {}
     per_column = []
@@ -272,9 +272,6 @@ def _widths(session: Session, r: catalog.Release, queries: list[Query]) -> tuple
     """(high - low) / |estimate| of each query on version ``r``; NaN when the query has no
     answer there (no matching rows, estimate 0, or a query the rewriter refuses), and the
     rewriter's first refusal (e.g. lHD releases have no interval answers yet)."""
-    from sqlanon.intervals import release_catalog
-    from sqlanon.rewriter import rewrite
-
     releases = release_catalog(session)
     sensitive = _sensitive(r)
     out = np.full(len(queries), np.nan)

@@ -1,5 +1,5 @@
 """The ``sqlanon`` catalog: release rows, member state, query limits (its schema is
-applied by :mod:`sqlanon.upgrade`)."""
+applied by :mod:`sqlanon.state.migrations`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlanon import sqltext
-from sqlanon.backends.base import Session
 from sqlanon.errors import ConfigError
+from sqlanon.rewriter.limits import DEFAULT_LIMITS, LIMIT_NAMES, limits_from_rows
+from sqlanon.session import Session
 
 if TYPE_CHECKING:
     from sqlanon.rewriter.limits import QueryLimits
@@ -109,8 +110,6 @@ def require_family(session: Session, family: str) -> list[Release]:
 def query_limits(session: Session) -> QueryLimits:
     """The data owner's bounds on analyst queries (``sqlanon.query_limits``; defaults
     for the names it has no row for)."""
-    from sqlanon.rewriter.limits import limits_from_rows
-
     return limits_from_rows(
         [(r[0], r[1]) for r in session.query("SELECT name, value FROM sqlanon.query_limits")]
     )
@@ -118,8 +117,6 @@ def query_limits(session: Session) -> QueryLimits:
 
 def set_limit(session: Session, name: str, value: int | None) -> QueryLimits:
     """Store one bound on analyst queries (``None``: back to its default); the limits now."""
-    from sqlanon.rewriter.limits import DEFAULT_LIMITS, LIMIT_NAMES
-
     if name not in LIMIT_NAMES:
         raise ConfigError(f"unknown limit {name!r}; the limits are {', '.join(LIMIT_NAMES)}")
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):

@@ -37,13 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import audit_core, catalog, sqltext
-from sqlanon.backends.base import Session
+from sqlanon import audit_core, sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.models.cells import Requirement
-from sqlanon.release.source import INTEGER as _INTEGER
-from sqlanon.release.source import NUMERIC as _NUMERIC
-from sqlanon.release.source import resolve_source
+from sqlanon.session import Session
+from sqlanon.state import catalog
+from sqlanon.state.source import INTEGER as _INTEGER
+from sqlanon.state.source import NUMERIC as _NUMERIC
+from sqlanon.state.source import resolve_source
 
 _COUNTS = ("exposed", "newly_exposed", "by_cell", "by_subtraction", "by_comparison", "by_chain")
 

@@ -1,1 +1,0 @@
-"""Database backends: each implements :class:`sqlanon.backends.base.Session`."""

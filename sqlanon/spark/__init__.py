@@ -1,0 +1,2 @@
+"""Spark: the session over a SparkSession, undo of a failed writing transaction, and
+``install``/``attach``."""

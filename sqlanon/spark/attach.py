@@ -1,0 +1,159 @@
+"""Spark's entry points: ``install`` (catalog and migrations) and ``attach`` (a new
+application finds the catalog and releases an earlier one wrote)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlanon import sqltext
+from sqlanon.errors import ConfigError
+from sqlanon.spark.session import SparkSqlSession
+from sqlanon.spark.undo import location
+from sqlanon.state import catalog, migrations
+
+
+def is_spark_session(con: Any) -> bool:
+    """Whether ``con`` is a ``pyspark.sql.SparkSession`` (without importing pyspark)."""
+    return any(
+        cls.__module__.startswith("pyspark.sql") and cls.__name__ == "SparkSession"
+        for cls in type(con).__mro__
+    )
+
+
+_MASTER = re.compile(r"^(local(\[(\*|[0-9]+)(,[0-9]+)?\])?|yarn|(spark|k8s|mesos)://\S+)$")
+
+
+def is_master_url(text: str) -> bool:
+    """Whether ``text`` is a Spark master URL (``local[2]``, ``spark://host:7077``,
+    ``yarn``, ``k8s://...``), as the CLI's ``--db`` takes it.
+
+    >>> is_master_url("local[2]"), is_master_url("clinic.duckdb")
+    (True, False)
+    """
+    return bool(_MASTER.match(text))
+
+
+@contextmanager
+def session_for_master(master: str) -> Iterator[Any]:
+    """A SparkSession on ``master`` with sqlanon installed (the CLI's ``--db``); stopped
+    at the end unless it was running already. Spark's own configuration (warehouse,
+    catalog) comes from the usual places (``spark-defaults.conf``, ``SPARK_CONF_DIR``);
+    the warehouse defaults to ``./spark-warehouse``."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ConfigError(
+            f"--db {master!r} is a Spark master URL, but pyspark is not installed: "
+            "pip install 'sqlanon[spark]' (and Java 17)"
+        ) from exc
+    running = SparkSession.getActiveSession()
+    spark = SparkSession.builder.master(master).appName("sqlanon").getOrCreate()
+    try:
+        install(spark)
+        yield spark
+    finally:
+        if running is None:
+            spark.stop()
+
+
+def install(spark: Any) -> list[str]:
+    """Create database ``sqlanon`` with the catalog tables (idempotent); with Spark's
+    in-memory catalog, first attach what an earlier application left in the warehouse
+    (:func:`attach`)."""
+    if not is_spark_session(spark):
+        raise ConfigError("install() takes a pyspark.sql.SparkSession")
+
+    session = SparkSqlSession(spark)
+    try:
+        attach(session)
+        applied = migrations.migrate(session)
+        attach_releases(session)
+        return applied
+    finally:
+        session.close()
+
+
+_CATALOG_DDL = re.compile(
+    r"^(CREATE TABLE IF NOT EXISTS sqlanon\.([a-z_]+) \(.*\) USING parquet);?$", re.DOTALL
+)
+
+
+def _in_memory(spark: Any) -> bool:
+    return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory")) == "in-memory"
+
+
+def _literal(text: str) -> str:
+    """A Spark string literal (backslashes escape in Spark SQL strings)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _subdirectories(spark: Any, location: str) -> dict[str, str]:
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return {}
+    return {
+        str(st.getPath().getName()): str(st.getPath().toString())
+        for st in fs.listStatus(path)
+        if st.isDirectory()
+    }
+
+
+def attach(session: SparkSqlSession) -> list[str]:
+    """Spark's default (in-memory) catalog forgets its tables when the application
+    ends; their files stay in the warehouse. Register again the catalog tables (with
+    their declared columns) and bounds tables of database ``sqlanon`` found there.
+    Returns the tables attached. A Hive metastore keeps them itself: nothing to do."""
+    spark = session.spark
+    if not _in_memory(spark):
+        return []
+    spark.sql("CREATE DATABASE IF NOT EXISTS sqlanon").collect()
+    ddl = {}
+    texts = [sqltext.load("spark", "bootstrap"), *(t for _n, t in sqltext.migrations("spark"))]
+    for text in texts:
+        for statement in sqltext.statements(text):
+            found = _CATALOG_DDL.match(statement)
+            if found:
+                ddl[found.group(2)] = found.group(1)
+    attached = []
+    for name, path in sorted(_subdirectories(spark, location(spark, "sqlanon")).items()):
+        if spark.catalog.tableExists(f"sqlanon.`{name}`"):
+            continue
+        if name in ddl:
+            spark.sql(f"{ddl[name]} LOCATION {_literal(path)}").collect()
+        elif name.endswith("_bounds"):
+            spark.catalog.createTable(f"sqlanon.`{name}`", path=path, source="parquet")
+        else:
+            continue
+        attached.append(name)
+    return attached
+
+
+def attach_releases(session: SparkSqlSession) -> list[str]:
+    """With the in-memory catalog, register again each release table of the current
+    database left by an earlier application, and each family's view of its newest."""
+    spark = session.spark
+    if not _in_memory(spark):
+        return []
+    q = session.quote_ident
+    here = _subdirectories(spark, location(spark, q(session.current_schema())))
+    attached = []
+    newest: dict[str, str] = {}
+    for release in catalog.releases(session):
+        newest[release.family] = release.table_name
+        name = release.table_name
+        if not spark.catalog.tableExists(name) and name.lower() in here:
+            spark.catalog.createTable(name, path=here[name.lower()], source="parquet")
+            attached.append(name)
+    for family, table in newest.items():
+        if spark.catalog.tableExists(table) and not spark.catalog.tableExists(family):
+            view = sqltext.render(
+                sqltext.load("spark", "point_view"), family=q(family), release=q(table)
+            )
+            spark.sql(view).collect()
+            attached.append(family)
+    return attached
