@@ -46,7 +46,7 @@ import sqlanon
 from sqlanon import demo
 from sqlanon.audit_core import AttackedRelease, audit_domain
 from sqlanon.errors import InfeasibleError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_static
 from sqlanon.models.cells import Requirement
 from sqlanon.models.ke_paper import plan_paper
 
@@ -104,12 +104,12 @@ def run_pure(values: np.ndarray, counts: list[int], k: int, e: float, strategy: 
             plan = plan_paper(v, cell, group, k, e)
             new_group, new_cell, error = plan.group, plan.cell, plan.sum_of_errors
         elif strategy == "auto":
-            plan = ke.plan_release(v, cell, group, k, e, "auto")
+            plan = ke_incremental.plan_release(v, cell, group, k, e, "auto")
             new_group, new_cell, error = plan.group, plan.cell, plan.sum_of_errors
             held = max(held, plan.held_back / count)
         elif strategy == "independent":
-            new_group = ke.optimal_partition(v, k, e)
-            new_cell, error = new_group, ke.sum_of_errors(v, new_group)
+            new_group = ke_static.optimal_partition(v, k, e)
+            new_cell, error = new_group, ke_static.sum_of_errors(v, new_group)
         else:
             naive = plan_naive(v, history, k, e, overlap=strategy == "naive+overlap")
             if naive is None:
@@ -172,7 +172,7 @@ def whole_release(counts: list[int], k: int, e: float, workdir: Path) -> dict[st
 
 
 def static_partitions(values: np.ndarray, k: int, e: float) -> int:
-    return int(ke.optimal_partition(values[:STATIC], k, e).max()) + 1
+    return int(ke_static.optimal_partition(values[:STATIC], k, e).max()) + 1
 
 
 def e_for_partitions(values: np.ndarray, target: int, k: int = 2) -> float | None:

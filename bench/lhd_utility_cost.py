@@ -13,7 +13,7 @@ each: 11 releases of one domain.
   hours-per-week (an SA no earlier release published).
 
 Methods: **sqlanon** plans every release on the cells every earlier release left (both
-models; ``plan_lhd(prior=...)``, ``ke.plan_in_cells``); **independent** plans each
+models; ``plan_lhd(prior=...)``, ``ke_incremental.plan_in_cells``); **independent** plans each
 release of the rows present on its own (plain l-diversity, the (k,e) static optimum).
 lHD releases try ``max_suppression=0.05`` (the default) first and, where that raises,
 1.0 (the version is marked ``*``). Held back = absent and never published before;
@@ -52,7 +52,7 @@ from report import replace_section  # noqa: E402
 from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
 from sqlanon.errors import InfeasibleError  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
-from sqlanon.models import ke, lhd  # noqa: E402
+from sqlanon.models import ke_incremental, ke_static, lhd  # noqa: E402
 from sqlanon.models.cells import Cells, Requirement  # noqa: E402
 
 PLOTS = Path(__file__).resolve().parent / "plots"
@@ -177,7 +177,7 @@ def run_sequence(
             local, algorithm = plan.class_id, plan.algorithm
         else:
             values = data[spec.sensitive][:m]
-            kplan = ke.plan_in_cells(
+            kplan = ke_incremental.plan_in_cells(
                 values, prior or Cells.empty(m), spec.sensitive, spec.k, spec.e, policy="auto"
             )
             local, algorithm, relaxed = kplan.group, "auto" if prior else "static", False
@@ -194,7 +194,7 @@ def run_sequence(
             dm=plan.dm if isinstance(spec, LhdSpec) else None,
             sum_of_errors=None
             if isinstance(spec, LhdSpec)
-            else ke.sum_of_errors(data[spec.sensitive][:m], local),
+            else ke_static.sum_of_errors(data[spec.sensitive][:m], local),
             held_back=int((absent & ~published).sum()),
             suppressed=int((absent & published).sum()),
             relaxed=relaxed,
@@ -573,7 +573,7 @@ ARX hierarchies. Every sequence releases the first {FIRST} rows, then appends th
 ten parts ({", ".join(str(b - a) for a, b in itertools.pairwise(sizes))} rows) with a
 release after each: **11 releases of one domain**. **sqlanon** plans every release on the
 cells all earlier releases left (`plan_lhd(prior=cells.select(present), checked=...)`,
-`ke.plan_in_cells`, then `cells.then(group, requirement)`); **independent** plans each
+`ke_incremental.plan_in_cells`, then `cells.then(group, requirement)`); **independent** plans each
 release of the rows present on its own (plain l-diversity; the (k,e) static optimum).
 `algorithm='auto'`; lHD releases run with the default `max_suppression=0.05` and, where
 that raises `InfeasibleError`, again with 1.0 (marked `*`). PREC counts an absent record

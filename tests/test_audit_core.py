@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sqlanon.audit_core import AttackedRelease, audit_domain, candidates
 from sqlanon.errors import ConfigError
 from sqlanon.models.cells import Requirement
-from sqlanon.models.ke import optimal_partition
+from sqlanon.models.ke_static import optimal_partition
 
 
 def release(groups, requirement: Requirement, attributes=()) -> AttackedRelease:

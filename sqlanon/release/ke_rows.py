@@ -9,7 +9,7 @@ import numpy as np
 
 from sqlanon import live
 from sqlanon.backends.base import Session
-from sqlanon.models import ke
+from sqlanon.models import ke_shuffle
 from sqlanon.models.cells import Cells
 from sqlanon.release import bounds
 from sqlanon.release.source import (
@@ -45,7 +45,7 @@ def write_rows(
     :func:`write_members`. Records ``live_rows`` and after are ghosts."""
     q = session.quote_ident
     chosen = group >= 0
-    donor = ke.permute_within_groups(group, ke.secure_rng())
+    donor = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng())
     published = np.flatnonzero(chosen)
     order = random_order(published.size)
     # The rows go into the temporary table in the release's order, held-back ones
