@@ -65,12 +65,8 @@ from report import replace_section  # noqa: E402
 from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
 from sqlanon.models.cells import Cells, Requirement  # noqa: E402
-from sqlanon.models.lhd import (  # noqa: E402
-    EarlierRelease,
-    LhdPlan,
-    comparison_violations,
-    plan_lhd,
-)
+from sqlanon.models.lhd_comparison import EarlierRelease, comparison_violations  # noqa: E402
+from sqlanon.models.lhd_planner import LhdPlan, plan_lhd  # noqa: E402
 
 PLOTS = Path(__file__).resolve().parent / "plots"
 QI_ORDER = ["native-country", "sex", "marital-status", "occupation", "education", "age"]

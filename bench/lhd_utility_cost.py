@@ -52,7 +52,7 @@ from report import replace_section  # noqa: E402
 from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
 from sqlanon.errors import InfeasibleError  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
-from sqlanon.models import ke_incremental, ke_static, lhd  # noqa: E402
+from sqlanon.models import ke_incremental, ke_static, lhd_planner  # noqa: E402
 from sqlanon.models.cells import Cells, Requirement  # noqa: E402
 
 PLOTS = Path(__file__).resolve().parent / "plots"
@@ -138,7 +138,7 @@ def _plan_lhd(
     hierarchies: dict[str, Hierarchy],
     m: int,
     prior: Cells | None,
-) -> tuple[lhd.LhdPlan, bool]:
+) -> tuple[lhd_planner.LhdPlan, bool]:
     checked = None
     if prior is not None:
         checked = {a: data[a][:m] for a in prior.attributes if a not in spec.sensitive}
@@ -152,9 +152,9 @@ def _plan_lhd(
         checked=checked,
     )
     try:
-        return lhd.plan_lhd(**kwargs, max_suppression=0.05), False  # type: ignore[arg-type]
+        return lhd_planner.plan_lhd(**kwargs, max_suppression=0.05), False  # type: ignore[arg-type]
     except InfeasibleError:
-        return lhd.plan_lhd(**kwargs, max_suppression=1.0), True  # type: ignore[arg-type]
+        return lhd_planner.plan_lhd(**kwargs, max_suppression=1.0), True  # type: ignore[arg-type]
 
 
 def run_sequence(
@@ -333,7 +333,7 @@ class AppendRun:
     appended_alone: float  # appended rows' mean loss, each append planned on its own
 
 
-def record_loss(plan: lhd.LhdPlan) -> np.ndarray:
+def record_loss(plan: lhd_planner.LhdPlan) -> np.ndarray:
     """Each record's share of the precision loss: mean over QI of level / height (1 when
     absent); PREC is its mean."""
     levels = plan.levels.astype(np.float64) / np.asarray(plan.heights, dtype=np.float64)

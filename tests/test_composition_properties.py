@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from sqlanon.errors import InfeasibleError
 from sqlanon.hierarchy import Hierarchy
-from sqlanon.models import ke_incremental, lhd
+from sqlanon.models import ke_incremental, lhd_planner
 from sqlanon.models.cells import Cells, Requirement
 from tests.attacker import Release, cell_check, exact_attack, subtraction_attack
 
@@ -191,7 +191,7 @@ def _plan(
     checked = {
         a: _column(scenario, a, present) for a in prior.attributes if a not in family.sensitive
     }
-    lhd_plan = lhd.plan_lhd(
+    lhd_plan = lhd_planner.plan_lhd(
         {q: _column(scenario, q, present) for q in family.quasi},
         {s: _column(scenario, s, present) for s in family.sensitive},
         {q: HIERARCHIES[q] for q in family.quasi},

@@ -17,7 +17,7 @@ from sqlanon.catalog import releases
 from sqlanon.cli import main
 from sqlanon.demo import load_adult
 from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models.lhd import comparison_attack, comparison_violations
+from sqlanon.models.lhd_comparison import comparison_attack, comparison_violations
 from sqlanon.release.lhd import earlier_release
 
 HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
