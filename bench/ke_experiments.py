@@ -20,7 +20,7 @@ every release: the seeds' breach condition checked against all releases, not onl
 last), ``auto`` (sqlanon's planner, cell rule) and ``independent`` (each version the
 static optimum of its records). Planner time is the sum over the 11 versions; *whole
 release* (paper, auto, independent) is the 11 ``sqlanon.release_ke`` calls through a
-DuckDB file. Exposed records at version 11: ``sqlanon.audit_core``'s worst-case cell
+DuckDB file. Exposed records at version 11: ``sqlanon.attacker``'s worst-case cell
 check and its sound multiset subtraction attack, reported apart.
 
     .venv/bin/python bench/ke_experiments.py [--quick] [--no-report]
@@ -44,7 +44,8 @@ import numpy as np
 
 import sqlanon
 from sqlanon import demo
-from sqlanon.audit_core import AttackedRelease, audit_domain
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.errors import InfeasibleError
 from sqlanon.models import ke_incremental, ke_static
 from sqlanon.models.cells import Requirement
@@ -385,7 +386,7 @@ def markdown(results: list[dict[str, Any]], quick: bool) -> str:
         "*Overlap test discards*: of the (k,e)-valid candidate runs over the 11 versions, "
         "the share the seeds' Lemma 1 test (against the last release) removes before any "
         "Definition 5 computation (their Fig. 22 metric), counted in the naive runs. "
-        "Errors are sums of (max - min) at version 11. Exposed: `audit_core` with every "
+        "Errors are sums of (max - min) at version 11. Exposed: `sqlanon.attacker` with every "
         "version in hand, cell check (worst case, sqlanon's rule) and the sound "
         "subtraction attack, apart.\n",
         "Why our absolute times are not theirs: the seeds report 13-65 s for their "

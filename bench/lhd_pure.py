@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sqlanon.audit_core import AttackedRelease, audit_domain
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.hierarchy import load_directory
 from sqlanon.models.cells import Cells, Requirement
 from sqlanon.models.lhd_planner import LhdPlan, plan_lhd

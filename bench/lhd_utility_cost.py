@@ -49,7 +49,8 @@ from lhd_experiments import machine  # noqa: E402
 from lhd_pure import DEFAULT_DATA, load_seed_subset  # noqa: E402
 from report import replace_section  # noqa: E402
 
-from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
+from sqlanon.attacker.history import AttackedRelease  # noqa: E402
+from sqlanon.attacker.replay import DomainAudit, audit_domain  # noqa: E402
 from sqlanon.errors import InfeasibleError  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
 from sqlanon.models import ke_incremental, ke_static, lhd_planner  # noqa: E402
@@ -115,7 +116,7 @@ class Version:
     relaxed: bool  # max_suppression=0.05 raised: planned with 1.0
     seconds: float
     exposure: Exposure | None = None  # bench/attacker.py
-    audit: DomainAudit | None = None  # sqlanon.audit_core.audit_domain
+    audit: DomainAudit | None = None  # sqlanon.attacker.replay.audit_domain
 
 
 @dataclass
@@ -585,7 +586,7 @@ the planners' `Cells`), written *by cell / by subtraction / by comparison* (cell
 below the union of its releases' requirements, the worst case; subtraction: the multiset
 attacker, `+` = stopped at its budget of {DEFAULT_BUDGET:,} derived sets, a lower bound;
 comparison: the seed's set intersection), and again by the product's audit
-(`sqlanon.audit_core.audit_domain`, written the same way, "(audit)" columns), a separate
+(`sqlanon.attacker.replay.audit_domain`, written the same way, "(audit)" columns), a separate
 implementation of the same three checks. Of the {len(all_versions)} versions below (both
 methods), the two flag the same records by cell in {same_cell} and by subtraction in
 {same_sub}; in {stopped} a subtraction stopped at its budget (its counts are then lower

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from sqlanon.errors import InfeasibleError
 from sqlanon.models import ke_incremental, ke_shuffle, ke_static
+from sqlanon.release.ke_rows import _by_group_and_value
+from sqlanon.release.state import random_order
 
 SETTINGS = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
@@ -172,8 +174,6 @@ def test_seeded_shuffle_is_unchanged():
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 9)), max_size=200))
 def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
-    from sqlanon.release.ke_rows import _by_group_and_value
-
     group = np.asarray([g for g, _ in pairs], dtype=np.int64)
     values = np.asarray([x for _, x in pairs], dtype=np.float64)
     order = _by_group_and_value(values, group)
@@ -186,8 +186,6 @@ def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
 
 def test_random_row_ranks_are_a_permutation_drawn_anew():
     """Every release draws its row ranks from the OS; no seed can fix them (issue 23)."""
-    from sqlanon.release.state import random_order
-
     for n in (0, 1, 7, 5000):
         assert sorted(random_order(n).tolist()) == list(range(n))
     assert random_order(1000).tolist() != random_order(1000).tolist()  # 1000! orders

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sqlanon.errors import BrokenCellError, ConfigError, InfeasibleError
 from sqlanon.models import ke_incremental, ke_plan, ke_shuffle, ke_static
+from sqlanon.models.cells import Cells, Requirement
 from tests import ke_bruteforce as brute
 
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
@@ -364,8 +365,6 @@ def test_plan_in_cells_keeps_old_cells_whole_or_leaves_them_out() -> None:
     """Cells an lHD release left (requirement: 2 distinct values of v) join a (k,e)
     release whole when they meet (k,e) on v, else stay out whole (suppressed: they were
     published); new records are planned as plan_release plans them."""
-    from sqlanon.models.cells import Cells, Requirement
-
     cells = Cells.empty(7).then(np.array([0, 0, 1, 1, -1, -1, -1]), Requirement.lhd(["v"], 2))
     values = np.array([100, 900, 110, 111, 500, 600, 700])
     plan = ke_incremental.plan_in_cells(values, cells, "v", 2, 5)

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlanon.audit_core import AttackedRelease, audit_domain
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.cells import Requirement
 from sqlanon.models.ke_paper import plan_paper

@@ -17,7 +17,7 @@ group is a contiguous run ``d_j..d_i`` of the sorted order, and it is used only 
 The DP keeps the run with the smallest start among equal costs (the pseudocode's strict
 ``temp < error[i]`` while ``j`` ascends). Every record of ``D_n`` is published; there is no
 holding back in the seeds. This rule is here to reproduce their figures; it leaks
-(``shared/docs/MODELS.md`` has a counter-example, and ``sqlanon.audit`` finds it).
+(``shared/docs/MODELS.md`` has a counter-example, and ``sqlanon.attacker`` finds it).
 
 Readings chosen where the seeds are ambiguous (each matches MODELS.md's counter-example,
 where the rule accepts the v2 group {2, 16, 22, 25, 26, 30, 31, 32}):
