@@ -2,10 +2,10 @@
 
 Pure numpy. An attacker holding every release intersects, per record and sensitive
 attribute, the values published by the classes the record was in
-(:func:`comparison_attack`); the seed's pairwise constraint (:func:`comparison_violations`)
-is the condition that no intersection falls below ``l``. :class:`EarlierRelease` is one
-published release seen from a later candidate set (:meth:`LhdPlan.as_earlier
-<sqlanon.models.lhd_planner.LhdPlan.as_earlier>` makes one).
+(:func:`comparison_attack`); :func:`comparison_violations` lists the pairs of classes,
+one new and one old, that share a record and fewer than ``l`` values (the seed's
+pairwise constraint). :class:`EarlierRelease` is one published release seen from a
+later candidate set (:meth:`sqlanon.models.lhd_planner.LhdPlan.as_earlier` makes one).
 
 The parameter is called ``l`` as in the paper (hence the ``noqa: E741`` markers).
 """
@@ -34,10 +34,11 @@ class EarlierRelease:
     """The classes of one published release, seen from the current record set.
 
     ``class_of_record[i]`` is the class id (0..c-1) that record ``i`` of the current
-    candidate set (the order of the columns given to :func:`plan_lhd`) had in that
-    release, -1 if that release did not publish it. ``class_values[s][c]`` is the set of
-    distinct values class ``c`` published for sensitive attribute ``s``; it has one entry
-    per sensitive attribute that release published, each a sequence over all its classes.
+    candidate set (the order of the columns given to
+    :func:`~sqlanon.models.lhd_planner.plan_lhd`) had in that release, -1 if that release
+    did not publish it. ``class_values[s][c]`` is the set of distinct values class ``c``
+    published for sensitive attribute ``s``; it has one entry per sensitive attribute
+    that release published, each a sequence over all its classes.
     Values are compared with Python equality (``10000 == 10000.0``, ``"10000" != 10000``).
     """
 
