@@ -20,7 +20,7 @@ every release: the seeds' breach condition checked against all releases, not onl
 last), ``auto`` (sqlanon's planner, cell rule) and ``independent`` (each version the
 static optimum of its records). Planner time is the sum over the 11 versions; *whole
 release* (paper, auto, independent) is the 11 ``sqlanon.release_ke`` calls through a
-DuckDB file. Exposed records at version 11: ``sqlanon.audit_core``'s worst-case cell
+DuckDB file. Exposed records at version 11: ``sqlanon.attacker``'s worst-case cell
 check and its sound multiset subtraction attack, reported apart.
 
     .venv/bin/python bench/ke_experiments.py [--quick] [--no-report]
@@ -44,9 +44,10 @@ import numpy as np
 
 import sqlanon
 from sqlanon import demo
-from sqlanon.audit_core import AttackedRelease, audit_domain
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.errors import InfeasibleError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_static
 from sqlanon.models.cells import Requirement
 from sqlanon.models.ke_paper import plan_paper
 
@@ -104,12 +105,12 @@ def run_pure(values: np.ndarray, counts: list[int], k: int, e: float, strategy: 
             plan = plan_paper(v, cell, group, k, e)
             new_group, new_cell, error = plan.group, plan.cell, plan.sum_of_errors
         elif strategy == "auto":
-            plan = ke.plan_release(v, cell, group, k, e, "auto")
+            plan = ke_incremental.plan_release(v, cell, group, k, e, "auto")
             new_group, new_cell, error = plan.group, plan.cell, plan.sum_of_errors
             held = max(held, plan.held_back / count)
         elif strategy == "independent":
-            new_group = ke.optimal_partition(v, k, e)
-            new_cell, error = new_group, ke.sum_of_errors(v, new_group)
+            new_group = ke_static.optimal_partition(v, k, e)
+            new_cell, error = new_group, ke_static.sum_of_errors(v, new_group)
         else:
             naive = plan_naive(v, history, k, e, overlap=strategy == "naive+overlap")
             if naive is None:
@@ -172,7 +173,7 @@ def whole_release(counts: list[int], k: int, e: float, workdir: Path) -> dict[st
 
 
 def static_partitions(values: np.ndarray, k: int, e: float) -> int:
-    return int(ke.optimal_partition(values[:STATIC], k, e).max()) + 1
+    return int(ke_static.optimal_partition(values[:STATIC], k, e).max()) + 1
 
 
 def e_for_partitions(values: np.ndarray, target: int, k: int = 2) -> float | None:
@@ -385,7 +386,7 @@ def markdown(results: list[dict[str, Any]], quick: bool) -> str:
         "*Overlap test discards*: of the (k,e)-valid candidate runs over the 11 versions, "
         "the share the seeds' Lemma 1 test (against the last release) removes before any "
         "Definition 5 computation (their Fig. 22 metric), counted in the naive runs. "
-        "Errors are sums of (max - min) at version 11. Exposed: `audit_core` with every "
+        "Errors are sums of (max - min) at version 11. Exposed: `sqlanon.attacker` with every "
         "version in hand, cell check (worst case, sqlanon's rule) and the sound "
         "subtraction attack, apart.\n",
         "Why our absolute times are not theirs: the seeds report 13-65 s for their "

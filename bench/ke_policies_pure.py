@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sqlanon.errors import SqlanonError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_static
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
 SETTINGS = [(2, 20.0), (3, 20.0), (5, 20.0), (10, 20.0), (5, 100.0)]
@@ -67,7 +67,7 @@ def run(all_values: np.ndarray, k: int, e: float, policy: str) -> dict[str, floa
         prev_group = np.concatenate([prev_group, np.full(len(batch), -1, dtype=np.int64)])
         first_version += [0] * len(batch)
         history += [[] for _ in batch]
-        plan = ke.plan_release(values, prev_cell, prev_group, k, e, policy)
+        plan = ke_incremental.plan_release(values, prev_cell, prev_group, k, e, policy)
         republish_failures += int(((prev_cell >= 0) & (plan.group < 0)).sum())
         for i in np.flatnonzero(plan.group >= 0):
             if not history[i]:
@@ -78,9 +78,9 @@ def run(all_values: np.ndarray, k: int, e: float, policy: str) -> dict[str, floa
         max_held = max(max_held, plan.held_back / len(values))
         prev_cell, prev_group = plan.cell, plan.group
     assert plan is not None
-    static = ke.sum_of_errors(values, ke.optimal_partition(values, k, e))
+    static = ke_static.sum_of_errors(values, ke_static.optimal_partition(values, k, e))
     shown = values[plan.group >= 0]
-    static_shown = ke.sum_of_errors(shown, ke.optimal_partition(shown, k, e))
+    static_shown = ke_static.sum_of_errors(shown, ke_static.optimal_partition(shown, k, e))
     return {
         "max_held": max_held,
         "final_held": plan.held_back / len(values),
@@ -94,9 +94,9 @@ def run(all_values: np.ndarray, k: int, e: float, policy: str) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--hold-factor", type=float, default=ke.DEFAULT_HOLD_FACTOR)
+    parser.add_argument("--hold-factor", type=float, default=ke_incremental.DEFAULT_HOLD_FACTOR)
     args = parser.parse_args()
-    ke.DEFAULT_HOLD_FACTOR = args.hold_factor
+    ke_incremental.DEFAULT_HOLD_FACTOR = args.hold_factor
     values = capital_loss(args.data)
     print(f"{len(values)} records, {len(np.unique(values))} distinct capital-loss values")
     print(f"auto hold factor {args.hold_factor:g}\n")

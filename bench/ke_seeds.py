@@ -11,7 +11,7 @@ InfeasibleError: reported as "infeasible".
 
 Then the wall time of the whole 11-version run for the default policy (median of
 several runs): total, inside ``release_ke``, inside the pure planner
-(``sqlanon.models.ke.plan_release``), and in the audit.
+(``sqlanon.models.ke_incremental.plan_release``), and in the audit.
 
     .venv/bin/python bench/ke_seeds.py [--reps 5] [--no-report]
 """
@@ -36,7 +36,7 @@ import duckdb
 import sqlanon
 from sqlanon import demo
 from sqlanon.errors import InfeasibleError, SqlanonError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental
 
 SETTINGS = [(2, 20.0), (3, 20.0), (5, 20.0), (10, 20.0), (5, 100.0)]
 STRATEGIES = ["auto", "merge", "defer", "paper", "independent"]
@@ -62,15 +62,15 @@ class Clock:
 @contextmanager
 def clocked(clock: Clock) -> Iterator[None]:
     """Route demo's release and audit calls, and the planner, through ``clock``."""
-    saved = (demo.release_ke, demo.audit_family, demo.audit_versions, ke.plan_release)
+    saved = (demo.release_ke, demo.audit_family, demo.audit_versions, ke_incremental.plan_release)
     demo.release_ke = clock.wrap("release_ke", demo.release_ke)
     demo.audit_family = clock.wrap("audit", demo.audit_family)
     demo.audit_versions = clock.wrap("audit", demo.audit_versions)
-    ke.plan_release = clock.wrap("plan_release", ke.plan_release)
+    ke_incremental.plan_release = clock.wrap("plan_release", ke_incremental.plan_release)
     try:
         yield
     finally:
-        demo.release_ke, demo.audit_family, demo.audit_versions, ke.plan_release = saved
+        demo.release_ke, demo.audit_family, demo.audit_versions, ke_incremental.plan_release = saved
 
 
 def run_one(k: int, e: float, strategy: str, workdir: Path) -> dict[str, Any]:

@@ -62,15 +62,12 @@ from attacker import Exposure, Release, attack  # noqa: E402
 from lhd_pure import DEFAULT_DATA, load_arx_adult, load_seed_subset  # noqa: E402
 from report import replace_section  # noqa: E402
 
-from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
+from sqlanon.attacker.history import AttackedRelease  # noqa: E402
+from sqlanon.attacker.replay import DomainAudit, audit_domain  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
 from sqlanon.models.cells import Cells, Requirement  # noqa: E402
-from sqlanon.models.lhd import (  # noqa: E402
-    EarlierRelease,
-    LhdPlan,
-    comparison_violations,
-    plan_lhd,
-)
+from sqlanon.models.lhd_comparison import EarlierRelease, comparison_violations  # noqa: E402
+from sqlanon.models.lhd_planner import LhdPlan, plan_lhd  # noqa: E402
 
 PLOTS = Path(__file__).resolve().parent / "plots"
 QI_ORDER = ["native-country", "sex", "marital-status", "occupation", "education", "age"]
@@ -509,7 +506,7 @@ memberships learns each cell's multiset); the multiset attacker (subtract a clas
 multiset from a class strictly containing it, to a fixed point, then intersect the
 candidates; `+` = stopped at its budget of derived sets, a lower bound); the seed's
 comparison attack (intersect the classes' distinct values); after the `;` the same three
-counts from the product's audit (`sqlanon.audit_core.audit_domain`), a separate
+counts from the product's audit (`sqlanon.attacker.replay.audit_domain`), a separate
 implementation of the same checks. `algorithm='auto'` (greedy
 and scalable on <= 2,000 records, plus **refine** when there is a prior; the lowest PREC
 kept, the column says which won), `max_suppression=1.0` so every setting yields numbers.

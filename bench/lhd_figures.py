@@ -429,7 +429,7 @@ def markdown(result: dict[str, Any], quick: bool) -> str:
         "as printed: sum over records and QI of level / height, plus |D| per suppressed "
         "record. *DM (seed)* is Eq. (4): sum of squared class sizes, with no term for "
         "suppressed records (sqlanon's DM adds |D| per suppressed record). *Exposed*: "
-        "records the worst-case cell check pins after both releases (`audit_core`).\n",
+        "records the worst-case cell check pins after both releases (`sqlanon.attacker`).\n",
     ]
     if not has_anonypy:
         parts.append(

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sqlanon.audit_core import AttackedRelease, audit_domain
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.hierarchy import load_directory
 from sqlanon.models.cells import Cells, Requirement
-from sqlanon.models.lhd import LhdPlan, plan_lhd
+from sqlanon.models.lhd_planner import LhdPlan, plan_lhd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attacker import Release, attack  # noqa: E402

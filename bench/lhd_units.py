@@ -25,6 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from sqlanon.hierarchy import load_directory
+
+try:
+    from sqlanon.models.lhd_planner import plan_lhd
+except ImportError:  # a --before checkout (default 2cd03cb) from before models/lhd.py was split
+    from sqlanon.models.lhd import plan_lhd  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult"
 QUASI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
@@ -36,9 +43,6 @@ def cases(sizes: list[int]) -> list[tuple[str, int | None, int]]:
 
 
 def child(sizes: list[int]) -> list[dict[str, Any]]:
-    from sqlanon.hierarchy import load_directory
-    from sqlanon.models.lhd import plan_lhd
-
     with open(ADULT / "adult.csv") as f:
         rows = list(csv.DictReader(f, delimiter=";"))
     hierarchies = load_directory(str(ADULT), "adult")

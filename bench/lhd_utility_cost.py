@@ -13,7 +13,7 @@ each: 11 releases of one domain.
   hours-per-week (an SA no earlier release published).
 
 Methods: **sqlanon** plans every release on the cells every earlier release left (both
-models; ``plan_lhd(prior=...)``, ``ke.plan_in_cells``); **independent** plans each
+models; ``plan_lhd(prior=...)``, ``ke_incremental.plan_in_cells``); **independent** plans each
 release of the rows present on its own (plain l-diversity, the (k,e) static optimum).
 lHD releases try ``max_suppression=0.05`` (the default) first and, where that raises,
 1.0 (the version is marked ``*``). Held back = absent and never published before;
@@ -49,10 +49,11 @@ from lhd_experiments import machine  # noqa: E402
 from lhd_pure import DEFAULT_DATA, load_seed_subset  # noqa: E402
 from report import replace_section  # noqa: E402
 
-from sqlanon.audit_core import AttackedRelease, DomainAudit, audit_domain  # noqa: E402
+from sqlanon.attacker.history import AttackedRelease  # noqa: E402
+from sqlanon.attacker.replay import DomainAudit, audit_domain  # noqa: E402
 from sqlanon.errors import InfeasibleError  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
-from sqlanon.models import ke, lhd  # noqa: E402
+from sqlanon.models import ke_incremental, ke_static, lhd_planner  # noqa: E402
 from sqlanon.models.cells import Cells, Requirement  # noqa: E402
 
 PLOTS = Path(__file__).resolve().parent / "plots"
@@ -115,7 +116,7 @@ class Version:
     relaxed: bool  # max_suppression=0.05 raised: planned with 1.0
     seconds: float
     exposure: Exposure | None = None  # bench/attacker.py
-    audit: DomainAudit | None = None  # sqlanon.audit_core.audit_domain
+    audit: DomainAudit | None = None  # sqlanon.attacker.replay.audit_domain
 
 
 @dataclass
@@ -138,7 +139,7 @@ def _plan_lhd(
     hierarchies: dict[str, Hierarchy],
     m: int,
     prior: Cells | None,
-) -> tuple[lhd.LhdPlan, bool]:
+) -> tuple[lhd_planner.LhdPlan, bool]:
     checked = None
     if prior is not None:
         checked = {a: data[a][:m] for a in prior.attributes if a not in spec.sensitive}
@@ -152,9 +153,9 @@ def _plan_lhd(
         checked=checked,
     )
     try:
-        return lhd.plan_lhd(**kwargs, max_suppression=0.05), False  # type: ignore[arg-type]
+        return lhd_planner.plan_lhd(**kwargs, max_suppression=0.05), False  # type: ignore[arg-type]
     except InfeasibleError:
-        return lhd.plan_lhd(**kwargs, max_suppression=1.0), True  # type: ignore[arg-type]
+        return lhd_planner.plan_lhd(**kwargs, max_suppression=1.0), True  # type: ignore[arg-type]
 
 
 def run_sequence(
@@ -177,7 +178,7 @@ def run_sequence(
             local, algorithm = plan.class_id, plan.algorithm
         else:
             values = data[spec.sensitive][:m]
-            kplan = ke.plan_in_cells(
+            kplan = ke_incremental.plan_in_cells(
                 values, prior or Cells.empty(m), spec.sensitive, spec.k, spec.e, policy="auto"
             )
             local, algorithm, relaxed = kplan.group, "auto" if prior else "static", False
@@ -194,7 +195,7 @@ def run_sequence(
             dm=plan.dm if isinstance(spec, LhdSpec) else None,
             sum_of_errors=None
             if isinstance(spec, LhdSpec)
-            else ke.sum_of_errors(data[spec.sensitive][:m], local),
+            else ke_static.sum_of_errors(data[spec.sensitive][:m], local),
             held_back=int((absent & ~published).sum()),
             suppressed=int((absent & published).sum()),
             relaxed=relaxed,
@@ -333,7 +334,7 @@ class AppendRun:
     appended_alone: float  # appended rows' mean loss, each append planned on its own
 
 
-def record_loss(plan: lhd.LhdPlan) -> np.ndarray:
+def record_loss(plan: lhd_planner.LhdPlan) -> np.ndarray:
     """Each record's share of the precision loss: mean over QI of level / height (1 when
     absent); PREC is its mean."""
     levels = plan.levels.astype(np.float64) / np.asarray(plan.heights, dtype=np.float64)
@@ -573,7 +574,7 @@ ARX hierarchies. Every sequence releases the first {FIRST} rows, then appends th
 ten parts ({", ".join(str(b - a) for a, b in itertools.pairwise(sizes))} rows) with a
 release after each: **11 releases of one domain**. **sqlanon** plans every release on the
 cells all earlier releases left (`plan_lhd(prior=cells.select(present), checked=...)`,
-`ke.plan_in_cells`, then `cells.then(group, requirement)`); **independent** plans each
+`ke_incremental.plan_in_cells`, then `cells.then(group, requirement)`); **independent** plans each
 release of the rows present on its own (plain l-diversity; the (k,e) static optimum).
 `algorithm='auto'`; lHD releases run with the default `max_suppression=0.05` and, where
 that raises `InfeasibleError`, again with 1.0 (marked `*`). PREC counts an absent record
@@ -585,7 +586,7 @@ the planners' `Cells`), written *by cell / by subtraction / by comparison* (cell
 below the union of its releases' requirements, the worst case; subtraction: the multiset
 attacker, `+` = stopped at its budget of {DEFAULT_BUDGET:,} derived sets, a lower bound;
 comparison: the seed's set intersection), and again by the product's audit
-(`sqlanon.audit_core.audit_domain`, written the same way, "(audit)" columns), a separate
+(`sqlanon.attacker.replay.audit_domain`, written the same way, "(audit)" columns), a separate
 implementation of the same three checks. Of the {len(all_versions)} versions below (both
 methods), the two flag the same records by cell in {same_cell} and by subtraction in
 {same_sub}; in {stopped} a subtraction stopped at its budget (its counts are then lower

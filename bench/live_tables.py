@@ -8,7 +8,7 @@ release after the first, 2% of the rows the previous version published are delet
 **append-only** run gets the same appends and nothing else. Per version: rows published,
 ghosts (deleted records and old incarnations, still in their groups), rows held back
 (and how many of them by the chain rule), the sum of errors over the static optimum of
-the live table (``sqlanon.models.ke.optimal_partition`` of the source as it is then,
+the live table (``sqlanon.models.ke_static.optimal_partition`` of the source as it is then,
 itself unsafe to publish after earlier versions), and the records exposed over every
 version so far by ``bench/attacker.py`` (cell check and multiset subtraction, ghosts as
 members of their groups; it does not know the chains, the exact attacker of
@@ -32,7 +32,7 @@ import numpy as np
 
 import sqlanon
 from sqlanon import demo
-from sqlanon.models import ke
+from sqlanon.models import ke_static
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import attacker  # noqa: E402
@@ -84,7 +84,7 @@ def run(k: int, e: float, live: bool, seed: int, path: Path) -> dict[str, Any]:
             con, "src", "fam", key="id", sensitive="capital_loss", quasi=demo.QUASI, k=k, e=e,
             )  # fmt: skip
         current = np.array([r[0] for r in con.execute("SELECT capital_loss FROM src").fetchall()])
-        group = ke.optimal_partition(current.astype(np.float64), k, e)
+        group = ke_static.optimal_partition(current.astype(np.float64), k, e)
         static = float(sum(np.ptp(current[group == g]) for g in np.unique(group)))
         rows.append(
             {

@@ -228,7 +228,7 @@ def split_name(text: str, what: str) -> list[tuple[str, bool]]:
 #
 # sqlanon's SQL runs with other people's rights (a superuser's release, another owner's).
 # Whoever may create in a schema of the search path could plant a look-alike of a
-# function it calls (CVE-2018-1058). The path is pinned (``backends.postgres``), and on
+# function it calls (CVE-2018-1058). The path is pinned (``postgres.session``), and on
 # top of that every call of a pg_catalog function is written ``pg_catalog.f(...)``: the
 # files for PostgreSQL alone spell it out, the SQL common to every dialect (and the few
 # statements Python builds) get it from :func:`pg_qualified`, applied by both PostgreSQL

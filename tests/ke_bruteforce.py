@@ -1,7 +1,8 @@
 """Exhaustive reference answers for the (k,e) model on tiny inputs (test helper).
 
 Nothing here relies on sorting or runs: every set partition is tried, so these answers
-check the claims the fast algorithms in ``sqlanon.models.ke`` are built on.
+check the claims the fast algorithms in ``sqlanon.models.ke_static`` and
+``sqlanon.models.ke_incremental`` are built on.
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlanon.audit_core import AttackedRelease, audit_domain, candidates
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain, candidates
 from sqlanon.errors import ConfigError
 from sqlanon.models.cells import Requirement
-from sqlanon.models.ke import optimal_partition
+from sqlanon.models.ke_static import optimal_partition
 
 
 def release(groups, requirement: Requirement, attributes=()) -> AttackedRelease:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from sqlanon.errors import InfeasibleError
 from sqlanon.hierarchy import Hierarchy
-from sqlanon.models import ke, lhd
+from sqlanon.models import ke_incremental, lhd_planner
 from sqlanon.models.cells import Cells, Requirement
 from tests.attacker import Release, cell_check, exact_attack, subtraction_attack
 
@@ -184,14 +184,14 @@ def _plan(
     (-1 absent) and the requirement it gives the cells it publishes."""
     if isinstance(family, KeFamily):
         s = family.attribute
-        plan = ke.plan_in_cells(
+        plan = ke_incremental.plan_in_cells(
             _numbers(scenario, s, present), prior, s, family.k, family.e, family.policy
         )
         return plan.group, Requirement.ke(s, family.k, family.e)
     checked = {
         a: _column(scenario, a, present) for a in prior.attributes if a not in family.sensitive
     }
-    lhd_plan = lhd.plan_lhd(
+    lhd_plan = lhd_planner.plan_lhd(
         {q: _column(scenario, q, present) for q in family.quasi},
         {s: _column(scenario, s, present) for s in family.sensitive},
         {q: HIERARCHIES[q] for q in family.quasi},
@@ -367,7 +367,7 @@ def test_paper_policy_leaks_on_the_models_example() -> None:
     values = {"s": [2, 16, 25, 26, 31, 32, 22, 30]}
     own = np.array([0, 0, 0, 1, 1, 1, -1, -1])
     v1 = Release.ke(own, "s", 3, 5)
-    plan = ke.plan_in_cells(
+    plan = ke_incremental.plan_in_cells(
         np.array(values["s"]), Cells.empty(8), "s", 3, 5, policy="paper", own_group=own
     )
     v2 = Release.ke(plan.group, "s", 3, 5)
@@ -386,7 +386,7 @@ def _paper_run(scenario: Scenario) -> list[Release]:
         arrived += arrive
         present = np.arange(arrived)
         try:
-            plan = ke.plan_in_cells(
+            plan = ke_incremental.plan_in_cells(
                 _numbers(scenario, family.attribute, present),
                 Cells.empty(arrived),
                 family.attribute,

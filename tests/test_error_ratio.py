@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import sqlanon
 from sqlanon.errors import InfeasibleError
 from sqlanon.metrics import error_ratio
-from sqlanon.models import ke
+from sqlanon.models import ke_static
 from tests.test_ke_model import growing_tables, start
 from tests.test_release_duckdb import make_people
 
@@ -39,7 +39,7 @@ def test_the_ratio_is_at_least_one_on_random_releases(
             assert policy == "paper"  # the seeds' rule may find no partition
             return
         published = history.values[plan.group >= 0]
-        optimum = ke.static_optimum(published, k, e)
+        optimum = ke_static.static_optimum(published, k, e)
         assert optimum is not None  # the plan's own groups are a valid partition
         ratio = error_ratio(plan.sum_of_errors, optimum)
         assert ratio is not None and ratio >= 1 - TOLERANCE
@@ -66,7 +66,9 @@ def test_release_summary_carries_the_optimum_of_its_published_rows(tmp_path: Pat
         published = np.array(
             [r[0] for r in con.execute("SELECT salary FROM people_ke").fetchall()], dtype=float
         )
-        assert summary["published_optimum"] == pytest.approx(ke.static_optimum(published, 4, 50))
+        assert summary["published_optimum"] == pytest.approx(
+            ke_static.static_optimum(published, 4, 50)
+        )
         ratio = error_ratio(summary["sum_of_errors"], summary["published_optimum"])
         assert ratio is not None and ratio >= 1 - TOLERANCE
     finally:

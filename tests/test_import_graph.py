@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("sqlanon.errors", "sqlanon.version", "sqlanon.session", "sqlanon.sqltext")),
     (
         "core",
-        ("sqlanon.models", "sqlanon.audit", "sqlanon.hierarchy", "sqlanon.metrics"),
+        ("sqlanon.models", "sqlanon.attacker", "sqlanon.hierarchy", "sqlanon.metrics"),
     ),
     ("rewriter", ("sqlanon.rewriter",)),
     ("state", ("sqlanon.state",)),
@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )
 ENGINES = ("sqlanon.duckdb", "sqlanon.postgres", "sqlanon.spark")
-PURE = ("sqlanon.models", "sqlanon.hierarchy", "sqlanon.metrics", "sqlanon.audit")
+PURE = ("sqlanon.models", "sqlanon.hierarchy", "sqlanon.metrics", "sqlanon.attacker")
 DRIVERS = ("duckdb", "psycopg", "plpy", "pyspark")
 
 MAX_MODULE_LINES = 600

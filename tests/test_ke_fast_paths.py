@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlanon.errors import InfeasibleError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_shuffle, ke_static
+from sqlanon.release.ke_rows import _by_group_and_value
+from sqlanon.release.state import random_order
 
 SETTINGS = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
@@ -33,7 +35,7 @@ es = st.sampled_from([0.0, 0.5, 1.0, 3.0, 10.0, 40.0])
 
 def sorted_data(values: list[float]) -> tuple[np.ndarray, np.ndarray]:
     s = np.sort(np.asarray(values, dtype=np.float64), kind="stable")
-    return s, ke._dense_ranks(s)
+    return s, ke_static.dense_ranks(s)
 
 
 def reference_run_starts(ranks, s, last, k, e):
@@ -46,11 +48,11 @@ def reference_run_starts(ranks, s, last, k, e):
 @given(value_lists)
 def test_stable_order_is_numpys_stable_argsort(values):
     v = np.asarray(values, dtype=np.float64)
-    data = ke._Sorted.of(v)
+    data = ke_static.SortedValues.of(v)
     expected = np.argsort(v, kind="stable")
     assert data.order.tolist() == expected.tolist()
     assert data.s.tobytes() == v[expected].tobytes()  # same bits, signed zeros included
-    assert data.ranks.tolist() == ke._dense_ranks(v[expected]).tolist()
+    assert data.ranks.tolist() == ke_static.dense_ranks(v[expected]).tolist()
 
 
 @SETTINGS
@@ -58,7 +60,7 @@ def test_stable_order_is_numpys_stable_argsort(values):
 def test_run_starts_match_binary_search(values, k, e):
     s, ranks = sorted_data(values)
     last = np.arange(len(s))
-    got = ke._run_starts(ranks, s, last, k, e)
+    got = ke_static.run_starts(ranks, s, last, k, e)
     assert got.tolist() == reference_run_starts(ranks, s, last, k, e).tolist()
 
 
@@ -66,13 +68,15 @@ def test_run_starts_match_binary_search(values, k, e):
 @given(value_lists, ks, es, st.integers(1, 6))
 def test_blocked_prefix_minima_equal_the_loop(values, k, e, size):
     s, ranks = sorted_data(values)
-    limit = ke._run_starts(ranks, s, np.arange(len(s)), k, e)
+    limit = ke_static.run_starts(ranks, s, np.arange(len(s)), k, e)
     step = np.empty(len(s))
     step[0] = 0.0
     step[1:] = s[:-1] - s[1:]
-    loop = ke._best_starts_loop(s, limit, step)
+    loop = ke_static._best_starts_loop(s, limit, step)
     # small block sizes send most entries through the vectorised blocks
-    blocked = ke._best_starts_blocked(s, limit, step, ke._long_block_starts(limit, size))
+    blocked = ke_static._best_starts_blocked(
+        s, limit, step, ke_static._long_block_starts(limit, size)
+    )
     assert list(blocked) == loop
 
 
@@ -81,10 +85,10 @@ def test_blocked_prefix_minima_equal_the_loop(values, k, e, size):
 def test_static_optimum_is_the_sum_of_errors_of_the_optimal_partition(values, k, e):
     v = np.asarray(values, dtype=np.float64)
     try:
-        expected = ke.sum_of_errors(v, ke.optimal_partition(v, k, e))
+        expected = ke_static.sum_of_errors(v, ke_static.optimal_partition(v, k, e))
     except InfeasibleError:
         expected = None
-    got = ke._static_optimum(ke._Sorted.of(v), k, e)
+    got = ke_static.static_optimum_sorted(ke_static.SortedValues.of(v), k, e)
     assert got == expected
     if got is not None:
         assert math.copysign(1.0, got) == math.copysign(1.0, expected)
@@ -94,7 +98,7 @@ def test_static_optimum_is_the_sum_of_errors_of_the_optimal_partition(values, k,
 @given(st.lists(st.integers(0, 40), max_size=200), st.integers(0, 2))
 def test_unique_ids_match_numpy_unique(ids, spread):
     array = np.asarray(ids, dtype=np.int64) * [1, 3, 10**9][spread]
-    unique, inverse = ke._unique_ids(array)
+    unique, inverse = ke_static.unique_ids(array)
     expected_unique, expected_inverse = np.unique(array, return_inverse=True)
     assert unique.tolist() == expected_unique.tolist()
     assert inverse.tolist() == expected_inverse.tolist()
@@ -115,7 +119,7 @@ def reference_cell_stats(value, cell, count):
 def check_cell_stats(cell: np.ndarray, value: np.ndarray) -> None:
     ids, dense = np.unique(cell, return_inverse=True)
     order = np.argsort(value, kind="stable")
-    got = ke._cell_stats(value[order], dense[order], len(ids))
+    got = ke_incremental._cell_stats(value[order], dense[order], len(ids))
     for mine, expected in zip(got, reference_cell_stats(value, dense, len(ids)), strict=True):
         assert mine.tolist() == expected.tolist()
 
@@ -144,9 +148,9 @@ def test_key_argsort_matches_numpy(keys, random_bits, share_top_bits):
     if share_top_bits and len(array) > 1:  # two keys equal above the index bits
         array[1] = array[0] ^ np.uint64(1)
     # the packed sort runs only when the keys are distinct above the index bits
-    got = ke.argsort_random_keys(array, random_bits)
+    got = ke_shuffle.argsort_random_keys(array, random_bits)
     assert got.tolist() == np.argsort(array).tolist()
-    got = ke.argsort_random_keys(array, random_bits, stable=True)
+    got = ke_shuffle.argsort_random_keys(array, random_bits, stable=True)
     assert got.tolist() == np.argsort(array, kind="stable").tolist()
 
 
@@ -155,8 +159,8 @@ def test_seeded_shuffle_is_unchanged():
     group = np.repeat(np.arange(40), 50)
     rng = np.random.default_rng(9)
     group = group[rng.permutation(len(group))]
-    p = ke.permute_within_groups(group, ke.secure_rng(123))
-    keys_rng = ke.secure_rng(123)
+    p = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng(123))
+    keys_rng = ke_shuffle.secure_rng(123)
     group_bits = int(group.max() + 2).bit_length()
     keys = ((group + 1).astype(np.uint64) << np.uint64(64 - group_bits)) | (
         keys_rng.uint64(len(group)) >> np.uint64(group_bits)
@@ -170,8 +174,6 @@ def test_seeded_shuffle_is_unchanged():
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 9)), max_size=200))
 def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
-    from sqlanon.release.ke_rows import _by_group_and_value
-
     group = np.asarray([g for g, _ in pairs], dtype=np.int64)
     values = np.asarray([x for _, x in pairs], dtype=np.float64)
     order = _by_group_and_value(values, group)
@@ -184,8 +186,6 @@ def test_bounds_input_order_is_the_lexsort_of_the_published(pairs):
 
 def test_random_row_ranks_are_a_permutation_drawn_anew():
     """Every release draws its row ranks from the OS; no seed can fix them (issue 23)."""
-    from sqlanon.release.state import random_order
-
     for n in (0, 1, 7, 5000):
         assert sorted(random_order(n).tolist()) == list(range(n))
     assert random_order(1000).tolist() != random_order(1000).tolist()  # 1000! orders

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sqlanon.errors import BrokenCellError, ConfigError, InfeasibleError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_plan, ke_shuffle, ke_static
+from sqlanon.models.cells import Cells, Requirement
 from tests import ke_bruteforce as brute
 
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
@@ -31,11 +32,11 @@ def test_static_optimum_equals_brute_force_over_all_set_partitions(values, k, e)
     v = np.asarray(values)
     if expected is None:
         with pytest.raises(InfeasibleError):
-            ke.optimal_partition(v, k, e)
+            ke_static.optimal_partition(v, k, e)
         return
-    group = ke.optimal_partition(v, k, e)
+    group = ke_static.optimal_partition(v, k, e)
     assert group.dtype == np.int64 and group.shape == v.shape
-    assert ke.sum_of_errors(v, group) == pytest.approx(expected)
+    assert ke_static.sum_of_errors(v, group) == pytest.approx(expected)
     ids = np.unique(group)
     assert ids.tolist() == list(range(len(ids)))
     for g in ids:
@@ -49,16 +50,16 @@ def test_static_optimum_equals_brute_force_over_all_set_partitions(values, k, e)
 def test_static_groups_are_valid_on_larger_float_inputs(values, k, e):
     v = np.asarray(values)
     assume(len(np.unique(v)) >= k and v.max() - v.min() >= e)
-    group = ke.optimal_partition(v, k, e)
+    group = ke_static.optimal_partition(v, k, e)
     for g in np.unique(group):
         assert brute.valid(v[group == g].tolist(), k, e)
 
 
 def test_infeasible_messages_say_what_is_missing():
     with pytest.raises(InfeasibleError, match="k=3 needs 3 distinct values.*has 2"):
-        ke.optimal_partition(np.array([1, 1, 2]), 3, 0)
+        ke_static.optimal_partition(np.array([1, 1, 2]), 3, 0)
     with pytest.raises(InfeasibleError, match="e=10 needs a range of at least 10.*spans 4"):
-        ke.optimal_partition(np.array([1, 3, 5]), 2, 10)
+        ke_static.optimal_partition(np.array([1, 3, 5]), 2, 10)
 
 
 @pytest.mark.parametrize(
@@ -73,15 +74,15 @@ def test_infeasible_messages_say_what_is_missing():
 )
 def test_bad_arguments_raise_config_error(values, k, e):
     with pytest.raises(ConfigError):
-        ke.optimal_partition(np.asarray(values, dtype=float), k, e)
+        ke_static.optimal_partition(np.asarray(values, dtype=float), k, e)
 
 
 def test_empty_input_has_no_groups():
-    assert ke.optimal_partition(np.zeros(0), 2, 1).tolist() == []
+    assert ke_static.optimal_partition(np.zeros(0), 2, 1).tolist() == []
 
 
 def test_sum_of_errors_ignores_held_back_records():
-    assert ke.sum_of_errors(np.array([1, 5, 100, 2, 9]), np.array([0, 0, -1, 1, 1])) == 11.0
+    assert ke_static.sum_of_errors(np.array([1, 5, 100, 2, 9]), np.array([0, 0, -1, 1, 1])) == 11.0
 
 
 # ------------------------------------------------------------------ incremental releases
@@ -107,12 +108,12 @@ class History:
         self.first += [0] * len(batch)
         self.groups += [[] for _ in batch]
 
-    def plan(self, policy: str, hold_penalty: float | None = None) -> ke.KePlan:
-        return ke.plan_release(
+    def plan(self, policy: str, hold_penalty: float | None = None) -> ke_plan.KePlan:
+        return ke_incremental.plan_release(
             self.values, self.prev_cell, self.prev_group, self.k, self.e, policy, hold_penalty
         )
 
-    def publish(self, plan: ke.KePlan) -> None:
+    def publish(self, plan: ke_plan.KePlan) -> None:
         """Check ``plan`` against the cell rule and the KePlan contract, then record it."""
         self.version += 1
         v, group = self.values, plan.group
@@ -124,7 +125,7 @@ class History:
         assert ids.tolist() == list(range(len(ids))) and plan.groups == len(ids)
         minima = [v[group == g].min() for g in ids]
         assert minima == sorted(minima)
-        assert plan.sum_of_errors == pytest.approx(ke.sum_of_errors(v, group))
+        assert plan.sum_of_errors == pytest.approx(ke_static.sum_of_errors(v, group))
         for i in np.flatnonzero(group >= 0):
             if not self.groups[i]:
                 self.first[i] = self.version
@@ -278,7 +279,7 @@ def test_default_auto_caps_held_back_rows():
     for _ in range(5):
         history.append(rng.integers(0, 1000, 40).tolist())
         plan = history.plan("auto")
-        assert plan.held_back <= ke.HELD_BACK_CAP * len(history.values)
+        assert plan.held_back <= ke_incremental.HELD_BACK_CAP * len(history.values)
         history.publish(plan)
 
 
@@ -288,7 +289,7 @@ def test_paper_policy_is_dispatched():
     history.publish(history.plan("paper"))
     history.append([5, 7])
     plan = history.plan("paper")
-    assert isinstance(plan, ke.KePlan) and (plan.group[:4] >= 0).all()
+    assert isinstance(plan, ke_plan.KePlan) and (plan.group[:4] >= 0).all()
 
 
 def test_planner_refuses_bad_state_and_arguments():
@@ -296,17 +297,17 @@ def test_planner_refuses_bad_state_and_arguments():
     cell = np.array([0, 0, -1])
     group = np.array([0, 0, -1])
     with pytest.raises(ConfigError, match="unknown policy"):
-        ke.plan_release(values, cell, group, 2, 0, "fast")
+        ke_incremental.plan_release(values, cell, group, 2, 0, "fast")
     with pytest.raises(ConfigError, match="hold_penalty only applies"):
-        ke.plan_release(values, cell, group, 2, 0, "merge", hold_penalty=1.0)
+        ke_incremental.plan_release(values, cell, group, 2, 0, "merge", hold_penalty=1.0)
     with pytest.raises(ConfigError, match="both be -1"):
-        ke.plan_release(values, cell, np.array([0, -1, -1]), 2, 0, "merge")
+        ke_incremental.plan_release(values, cell, np.array([0, -1, -1]), 2, 0, "merge")
     with pytest.raises(ConfigError, match="same prev_group"):
-        ke.plan_release(values, cell, np.array([0, 1, -1]), 2, 0, "merge")
+        ke_incremental.plan_release(values, cell, np.array([0, 1, -1]), 2, 0, "merge")
     with pytest.raises(BrokenCellError, match="below k=3, e=0"):
-        ke.plan_release(values, cell, group, 3, 0, "merge")
+        ke_incremental.plan_release(values, cell, group, 3, 0, "merge")
     with pytest.raises(ConfigError, match="one entry per value"):
-        ke.plan_release(values, cell[:2], group[:2], 2, 0, "merge")
+        ke_incremental.plan_release(values, cell[:2], group[:2], 2, 0, "merge")
 
 
 # ----------------------------------------------------------------------------- shuffle
@@ -316,28 +317,30 @@ def test_planner_refuses_bad_state_and_arguments():
 @given(st.lists(st.integers(-1, 4), max_size=60), st.integers(0, 2**32))
 def test_permutation_stays_within_groups(groups, seed):
     group = np.asarray(groups, dtype=np.int64)
-    p = ke.permute_within_groups(group, ke.secure_rng(seed))
+    p = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng(seed))
     assert sorted(p.tolist()) == list(range(len(group)))
     assert (group[p] == group).all()
     held = np.flatnonzero(group < 0)
     assert (p[held] == held).all()
-    again = ke.permute_within_groups(group, ke.secure_rng(seed))
+    again = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng(seed))
     assert (p == again).all()
 
 
 def test_unseeded_permutations_come_from_the_os_and_differ():
     group = np.zeros(30, dtype=np.int64)
-    rng = ke.secure_rng(None)
+    rng = ke_shuffle.secure_rng(None)
     assert not rng.seeded
-    first = ke.permute_within_groups(group, rng)
-    second = ke.permute_within_groups(group, ke.secure_rng())
+    first = ke_shuffle.permute_within_groups(group, rng)
+    second = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng())
     assert sorted(first.tolist()) == list(range(30))
     assert (first != second).any()
 
 
 def test_permutation_is_uniform_on_a_small_group():
     counts = Counter(
-        tuple(ke.permute_within_groups(np.array([0, 0, 0]), ke.secure_rng(s)).tolist())
+        tuple(
+            ke_shuffle.permute_within_groups(np.array([0, 0, 0]), ke_shuffle.secure_rng(s)).tolist()
+        )
         for s in range(6000)
     )
     assert len(counts) == 6
@@ -345,14 +348,14 @@ def test_permutation_is_uniform_on_a_small_group():
 
 
 def test_random_row_order_is_a_permutation():
-    order = ke.secure_rng(1).permutation(10)
+    order = ke_shuffle.secure_rng(1).permutation(10)
     assert sorted(order.tolist()) == list(range(10))
 
 
 def test_shuffled_values_stay_in_their_group():
     values = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
     group = np.array([0, 0, 1, 1, 1])
-    p = ke.permute_within_groups(group, ke.secure_rng(5))
+    p = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng(5))
     shown = values[p]
     assert sorted(shown[:2].tolist()) == [10.0, 20.0]
     assert sorted(shown[2:].tolist()) == [30.0, 40.0, 50.0]
@@ -362,14 +365,12 @@ def test_plan_in_cells_keeps_old_cells_whole_or_leaves_them_out() -> None:
     """Cells an lHD release left (requirement: 2 distinct values of v) join a (k,e)
     release whole when they meet (k,e) on v, else stay out whole (suppressed: they were
     published); new records are planned as plan_release plans them."""
-    from sqlanon.models.cells import Cells, Requirement
-
     cells = Cells.empty(7).then(np.array([0, 0, 1, 1, -1, -1, -1]), Requirement.lhd(["v"], 2))
     values = np.array([100, 900, 110, 111, 500, 600, 700])
-    plan = ke.plan_in_cells(values, cells, "v", 2, 5)
+    plan = ke_incremental.plan_in_cells(values, cells, "v", 2, 5)
     assert plan.group[0] == plan.group[1] >= 0  # {100, 900}: kept whole
     assert plan.group[2] == plan.group[3] == -1  # {110, 111}: spans 1 < e, left out
     assert (plan.suppressed, plan.held_back) == (2, 0)
     assert (plan.group[4:] >= 0).all()
-    nothing = ke.plan_in_cells(values[:4], cells.select(np.arange(4)), "v", 3, 5)
+    nothing = ke_incremental.plan_in_cells(values[:4], cells.select(np.arange(4)), "v", 3, 5)
     assert (nothing.group == -1).all() and (nothing.suppressed, nothing.held_back) == (4, 0)

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlanon.audit_core import AttackedRelease, audit_domain
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.cells import Requirement
-from sqlanon.models.ke import optimal_partition, sum_of_errors
 from sqlanon.models.ke_paper import plan_paper
+from sqlanon.models.ke_static import optimal_partition, sum_of_errors
 
 # The bundled copy of adult.data's records with no "?" and capital-loss > 0, in file order.
 ADULT = Path(__file__).resolve().parents[1] / "sqlanon" / "data" / "adult_capital_loss.csv"

@@ -13,13 +13,12 @@ from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.metrics import discernibility, precision_loss
 from sqlanon.models.cells import Cells, Requirement
-from sqlanon.models.lhd import (
+from sqlanon.models.lhd_comparison import (
     EarlierRelease,
-    LhdPlan,
     comparison_attack,
     comparison_violations,
-    plan_lhd,
 )
+from sqlanon.models.lhd_planner import LhdPlan, plan_lhd
 
 # Seed 002, Table 4 (Education, Age and Disease are not used by Tables 7-11).
 POSITION = ["Accounting", "Accounting", "Programmer", "Programmer", "Lecturer", "Lecturer",

@@ -141,10 +141,10 @@ def test_a_bug_shows_its_type_and_place_but_not_its_text(
     body = with_prologue(
         "CREATE FUNCTION public.buggy() RETURNS text LANGUAGE plpython3u AS $py$\n"
         "# sqlanon: prologue\n"
-        "from sqlanon.backends import postgres\n"
+        "from sqlanon.postgres import server\n"
         "def buggy(plpy):\n"
         "    raise ValueError('Jane Roe earns 4321')\n"
-        "return postgres._reported(buggy)(plpy)\n"
+        "return server._reported(buggy)(plpy)\n"
         "$py$",
         installed.python_dir,
         installed.deps_dir,

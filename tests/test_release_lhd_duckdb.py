@@ -15,7 +15,7 @@ from sqlanon.cli import main
 from sqlanon.demo import load_adult
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models.lhd import comparison_attack, comparison_violations
+from sqlanon.models.lhd_comparison import comparison_attack, comparison_violations
 from sqlanon.release.lhd import earlier_release
 from sqlanon.state.audit_reads import audit_versions
 from sqlanon.state.catalog import releases

@@ -6,7 +6,7 @@
 -- share a unit; the planner reads one row per unit (sql/common/lhd_engine_units.sql),
 -- which also proves no two distinct units share a hash. `seg`: the row's rank in its
 -- unit by key, capped at $6 (the planner places the first $6 records of a unit one by
--- one and the rest together: sqlanon/models/lhd.py, UNIT_SINGLES); the plan joins back
+-- one and the rest together: sqlanon/models/lhd_problem.py, UNIT_SINGLES); the plan joins back
 -- on (unit, seg).
 CREATE TEMP TABLE _sqlanon_read AS
 SELECT u.*, least(row_number() OVER (PARTITION BY u.unit ORDER BY u.record_key) - 1, $6) AS seg

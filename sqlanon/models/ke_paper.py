@@ -17,7 +17,7 @@ group is a contiguous run ``d_j..d_i`` of the sorted order, and it is used only 
 The DP keeps the run with the smallest start among equal costs (the pseudocode's strict
 ``temp < error[i]`` while ``j`` ascends). Every record of ``D_n`` is published; there is no
 holding back in the seeds. This rule is here to reproduce their figures; it leaks
-(``shared/docs/MODELS.md`` has a counter-example, and ``sqlanon.audit_core`` finds it).
+(``shared/docs/MODELS.md`` has a counter-example, and ``sqlanon.attacker`` finds it).
 
 Readings chosen where the seeds are ambiguous (each matches MODELS.md's counter-example,
 where the rule accepts the v2 group {2, 16, 22, 25, 26, 30, 31, 32}):
@@ -182,8 +182,8 @@ def plan_paper(
     ``prev_group``: the record's group in the last version, -1 if never published;
     ``prev_cell``: the record's cell after the last version (-1 likewise), used only to
     number the returned cells: dense ids of (new group, prev_cell), new records keyed as
-    (group, new), in the order of ``sqlanon.models.ke``. Groups are numbered 0..g-1 in
-    ascending value order. Every record is published (``held_back == 0``).
+    (group, new), in the order of :func:`sqlanon.models.ke_runs.plan_from_runs`. Groups are
+    numbered 0..g-1 in ascending value order. Every record is published (``held_back == 0``).
 
     >>> plan = plan_paper(np.array([2, 16, 25, 26, 31, 32, 22, 30]),
     ...                   np.array([0, 0, 0, 1, 1, 1, -1, -1]),
@@ -197,6 +197,27 @@ def plan_paper(
     k, e = check_parameters(k, e)
     v = _as_values(values)
     n = len(v)
+    prev_cell, prev_group = _previous_version(prev_cell, prev_group, n)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return KePlan(group=empty, cell=empty, sum_of_errors=0.0, groups=0, held_back=0)
+    old, p = _old_partitions(prev_group)
+    order = _sort_order(v, old, p)
+    s = v[order]
+    cost, start_of = _least_errors(s, old[order], p, k, e)
+    if not math.isfinite(cost[n]):
+        raise InfeasibleError(
+            f"the seeds' incremental rule finds no partition of {n} records for k={k}, e={e:g}: "
+            "every candidate run overlaps an old partition's range or breaks Definition 5 "
+            f"against one of the {p} previous partitions; use policy 'merge' or 'defer'"
+        )
+    return _plan(s, order, prev_cell, _backtrack_starts(start_of))
+
+
+def _previous_version(
+    prev_cell: np.ndarray, prev_group: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The checked ``prev_cell`` and ``prev_group``, which must agree on what was published."""
     prev_cell = as_ids(prev_cell, n, "prev_cell")
     prev_group = as_ids(prev_group, n, "prev_group")
     mismatch = (prev_cell >= 0) != (prev_group >= 0)
@@ -205,17 +226,23 @@ def plan_paper(
             f"prev_cell and prev_group disagree on whether {int(mismatch.sum())} records "
             f"were published (first at index {int(np.flatnonzero(mismatch)[0])})"
         )
-    if n == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return KePlan(group=empty, cell=empty, sum_of_errors=0.0, groups=0, held_back=0)
+    return prev_cell, prev_group
 
+
+def _old_partitions(prev_group: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each record's old partition as a dense id 0..p-1 (-1: new), and p."""
     old_ids, old_inverse = np.unique(prev_group, return_inverse=True)
     old = np.where(prev_group >= 0, old_inverse - int(old_ids[0] < 0), -1)
-    p = int((old_ids >= 0).sum())
+    return old, int((old_ids >= 0).sum())
 
-    order = _sort_order(v, old, p)
-    s = v[order]
-    sg = old[order]
+
+def _least_errors(
+    s: np.ndarray, sg: np.ndarray, p: int, k: int, e: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The seeds' DP over sorted values ``s`` whose old partitions are ``sg``:
+    ``cost[t]``, the least error of s[0..t-1] (inf: none passes the tests), and
+    ``start_of[t]``, the start of the last run of that partition."""
+    n = len(s)
     inside = _interior(s, sg, p)
     chg = _prefix_changes(s)
     # limit[i]: largest start j with s[j..i] (k,e)-valid (valid starts form a prefix), or -1.
@@ -249,20 +276,23 @@ def plan_paper(
         best = int(np.argmin(total))  # first minimum = smallest start, as in the seeds
         cost[i + 1] = total[best]
         start_of[i + 1] = js[best]
+    return cost, start_of
 
-    if not math.isfinite(cost[n]):
-        raise InfeasibleError(
-            f"the seeds' incremental rule finds no partition of {n} records for k={k}, e={e:g}: "
-            "every candidate run overlaps an old partition's range or breaks Definition 5 "
-            f"against one of the {p} previous partitions; use policy 'merge' or 'defer'"
-        )
 
+def _backtrack_starts(start_of: np.ndarray) -> list[int]:
+    """The starts of the optimal runs, ascending (backtracked from the end)."""
     starts = []
-    end = n
+    end = len(start_of) - 1
     while end > 0:
         starts.append(int(start_of[end]))
         end = starts[-1]
     starts.reverse()
+    return starts
+
+
+def _plan(s: np.ndarray, order: np.ndarray, prev_cell: np.ndarray, starts: list[int]) -> KePlan:
+    """The plan whose groups are the runs of sorted ``s`` beginning at ``starts``."""
+    n = len(s)
     sorted_group = np.zeros(n, dtype=np.int64)
     sorted_group[starts[1:]] = 1
     sorted_group = np.cumsum(sorted_group)

@@ -1,6 +1,7 @@
-"""What every (k,e) planner returns and the checks of its inputs, shared by
-``models/ke.py`` (sqlanon's planners) and ``models/ke_paper.py`` (the seeds' rule), so
-that neither imports the other's internals. Pure numpy."""
+"""What every (k,e) planner returns and the checks of its inputs, shared by sqlanon's
+planners (``models/ke_static.py``, ``models/ke_incremental.py``, ``models/ke_runs.py``)
+and ``models/ke_paper.py`` (the seeds' rule), so that neither imports the other's
+internals. Pure numpy."""
 
 from __future__ import annotations
 

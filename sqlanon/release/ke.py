@@ -11,7 +11,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_plan, ke_static
 from sqlanon.models.cells import Requirement
 from sqlanon.release import ke_engine
 from sqlanon.release.ke_rows import write_rows
@@ -203,9 +203,9 @@ def release_ke(
             )
         chains = live.chains(session, scope.name, keys)
 
-        def planned(keep: np.ndarray) -> tuple[np.ndarray, ke.KePlan]:
+        def planned(keep: np.ndarray) -> tuple[np.ndarray, ke_plan.KePlan]:
             idx = np.flatnonzero(keep)
-            p = ke.plan_in_cells(
+            p = ke_incremental.plan_in_cells(
                 values[idx], prior.select(idx), sensitive, k, e, policy, own_group=own_group[idx]
             )
             group = np.full(keys.size, -1, dtype=np.int64)
@@ -266,7 +266,7 @@ def release_ke(
             metrics={
                 "static_optimum": plan.static_optimum,
                 # the yardstick of metrics.error_ratio: the same rows, grouped optimally
-                "published_optimum": ke.static_optimum(values[chosen], k, e),
+                "published_optimum": ke_static.static_optimum(values[chosen], k, e),
                 **changes.as_metrics(),
                 "ghosts": ghost_rows,
                 "chain_held_back": chain_held,

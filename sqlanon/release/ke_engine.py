@@ -6,7 +6,7 @@ A release has three stages (issue 13):
    last releases, kept in the temporary table ``_sqlanon_read``; Python reads only
    counts: per (cell of the domain's latest release, value), the number of records
    (``sql/common/ke_engine_counts.sql``), and a few totals.
-2. **Plan** (pure): :func:`sqlanon.models.ke.plan_in_cells` on those entries, each
+2. **Plan** (pure): :func:`sqlanon.models.ke_incremental.plan_in_cells` on those entries, each
    weighted by its records. An old cell is published whole or left out whole and the
    new records of one value share their fate, so the plan is a small table: per entry
    its group and its cell after this release (``_sqlanon_plan``).
@@ -33,7 +33,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models import ke
+from sqlanon.models import ke_incremental, ke_plan, ke_static
 from sqlanon.models.cells import Requirement
 from sqlanon.release.plan import plan_live
 from sqlanon.release.state import DomainScope, explaining_paper_cells, refuse_unsafe
@@ -59,7 +59,7 @@ class Applied:
     with what the catalog row records."""
 
     unchanged: bool
-    plan: ke.KePlan | None = None
+    plan: ke_plan.KePlan | None = None
     counts: dict[str, int] = field(default_factory=dict)
     published_optimum: float | None = None
     changes: dict[str, int] = field(default_factory=dict)
@@ -80,7 +80,7 @@ def shuffle_key() -> str:
     ever shown), so the record order within a group is a uniformly random permutation
     (64-bit ties, about n^2 / 2^65, fall back to key order) and the pairing is a uniform
     random assignment of the group's multiset to its records, as the row path's
-    ``os.urandom`` shuffle (``ke.permute_within_groups``) makes it. The secret is drawn
+    ``os.urandom`` shuffle (``ke_shuffle.permute_within_groups``) makes it. The secret is drawn
     per release and dropped: nobody, the owner included, can recompute the pairing.
     """
     return os.urandom(16).hex()
@@ -258,9 +258,9 @@ def _release(
     weight = counts["records"].astype(np.float64)
     prior = domains.read_cells(session, scope.last, raw_cell)
 
-    def planned(keep: np.ndarray) -> tuple[np.ndarray, ke.KePlan]:
+    def planned(keep: np.ndarray) -> tuple[np.ndarray, ke_plan.KePlan]:
         idx = np.flatnonzero(keep)
-        p = ke.plan_in_cells(
+        p = ke_incremental.plan_in_cells(
             values[idx], prior.select(idx), sensitive, k, e, policy, weight=weight[idx]
         )
         group = np.full(values.size, -1, dtype=np.int64)
@@ -359,7 +359,7 @@ def _release(
             "held_back": int(weight[~chosen & never].sum()),
             "suppressed": int(weight[~chosen & ~never].sum()),
         },
-        published_optimum=ke.static_optimum(values[chosen], k, e),
+        published_optimum=ke_static.static_optimum(values[chosen], k, e),
         changes=changes.as_metrics(),
         ghosts=ghost_rows,
         chain_held=chain_held,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sqlanon.models import ke
+from sqlanon.models import ke_shuffle
 from sqlanon.models.cells import Cells
 from sqlanon.release.state import joinable_keys, load_members, random_order
 from sqlanon.session import Session
@@ -34,7 +34,7 @@ def write_rows(
     :func:`write_members`. Records ``live_rows`` and after are ghosts."""
     q = session.quote_ident
     chosen = group >= 0
-    donor = ke.permute_within_groups(group, ke.secure_rng())
+    donor = ke_shuffle.permute_within_groups(group, ke_shuffle.secure_rng())
     published = np.flatnonzero(chosen)
     order = random_order(published.size)
     # The rows go into the temporary table in the release's order, held-back ones

@@ -2,7 +2,7 @@
 
 The release reuses the (k,e) machinery of :mod:`sqlanon.release` (source checks, state
 diff, domain and cells, member state, view, catalog row) around the pure planner
-:func:`sqlanon.models.lhd.plan_lhd`. Every earlier release of the domain (every family,
+:func:`sqlanon.models.lhd_planner.plan_lhd`. Every earlier release of the domain (every family,
 both models) constrains the new one through the cells it left (MODELS.md, "Cells").
 :func:`earlier_release` reads a published release back as the seed's
 :class:`EarlierRelease` (distinct values per class), for the seed's comparison attack.
@@ -28,7 +28,8 @@ from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import Hierarchy, check_dataset, load_directory
 from sqlanon.models.cells import Requirement
-from sqlanon.models.lhd import ALGORITHMS, EarlierRelease, plan_lhd
+from sqlanon.models.lhd_comparison import EarlierRelease
+from sqlanon.models.lhd_planner import ALGORITHMS, plan_lhd
 from sqlanon.release import lhd_engine
 from sqlanon.release.plan import plan_live
 from sqlanon.release.publish import publish
@@ -313,7 +314,8 @@ def release_lhd(
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
     The release composes with every earlier release of its domain (``domain_name``, or
-    decided as :mod:`sqlanon.state.domains` says) under the cell rule (:mod:`sqlanon.models.lhd`).
+    decided as :mod:`sqlanon.state.domains` says) under the cell rule
+    (:mod:`sqlanon.models.lhd_planner`).
 
     Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
     ``progress``, if given, is called as ``progress(stage, count)`` after each long

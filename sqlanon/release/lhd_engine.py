@@ -7,7 +7,7 @@ The same three stages as the (k,e) engine path (:mod:`sqlanon.release.ke_engine`
    ``unit``, a hash of the values the planner tells records apart by, and ``seg``, its
    rank in its unit by key capped at ``UNIT_SINGLES``; Python reads one entry per unit
    (its values and its number of records, ``lhd_engine_units.sql``).
-2. **Plan** (pure): :func:`sqlanon.models.lhd.plan_lhd` on the units, each weighted by
+2. **Plan** (pure): :func:`sqlanon.models.lhd_planner.plan_lhd` on the units, each weighted by
    its records; it places the first ``UNIT_SINGLES`` records of a unit one by one and
    the rest together, so the plan is a small table: per (unit, seg) its class, its cell
    after this release and its labels.
@@ -36,7 +36,8 @@ import numpy as np
 from sqlanon import sqltext
 from sqlanon.hierarchy import Hierarchy, missing_mask
 from sqlanon.models.cells import Requirement
-from sqlanon.models.lhd import UNIT_SINGLES, LhdPlan, plan_lhd
+from sqlanon.models.lhd_planner import LhdPlan, plan_lhd
+from sqlanon.models.lhd_problem import UNIT_SINGLES
 from sqlanon.release.ke_engine import shuffle_key
 from sqlanon.release.state import DomainScope, refuse_unsafe
 from sqlanon.session import Session

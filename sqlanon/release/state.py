@@ -14,7 +14,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import BrokenCellError, ConfigError, UnsafeReleaseError
-from sqlanon.models import ke
+from sqlanon.models import ke_shuffle
 from sqlanon.models.cells import Cells, failing_cells
 from sqlanon.session import Session
 from sqlanon.state import catalog, domains, live
@@ -128,7 +128,7 @@ def random_order(n: int) -> np.ndarray:
     order of a release must not be reproducible by anyone)."""
     keys = np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
     order = np.empty(n, dtype=np.int64)
-    order[ke.argsort_random_keys(keys, 63, stable=True)] = np.arange(n, dtype=np.int64)
+    order[ke_shuffle.argsort_random_keys(keys, 63, stable=True)] = np.arange(n, dtype=np.int64)
     return order
 
 

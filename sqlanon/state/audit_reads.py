@@ -2,7 +2,7 @@
 
 A domain is the people behind a source (MODELS.md, "Cells"): its releases, of every
 family and both models, compose, so the audit of a family is the audit of its domain.
-The attack is pure (:func:`sqlanon.audit_core.audit_domain`); this module reads what
+The attack is pure (:func:`sqlanon.attacker.replay.audit_domain`); this module reads what
 it needs: the domain's releases in order (the catalog), the group each release
 published each record in (``sqlanon.members``, status 'published'; never the
 planner's ``cell_id``: the attacker is independent of the planner's bookkeeping), the
@@ -26,7 +26,7 @@ One row per release of the domain, in order::
 ``exposed`` counts the records an attacker holding the releases up to this one pins
 below a requirement by any check (at this release or before), ``newly_exposed`` those
 first exposed here; ``by_<check>`` what each check finds with these releases (see
-:mod:`sqlanon.audit_core`). With ``records=True`` each row also has ``records``: the
+:mod:`sqlanon.attacker`). With ``records=True`` each row also has ``records``: the
 keys behind each count (owner only: keys are private).
 """
 
@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from sqlanon import audit_core, sqltext
+from sqlanon import sqltext
+from sqlanon.attacker.history import AttackedRelease
+from sqlanon.attacker.replay import audit_domain
 from sqlanon.errors import ConfigError
 from sqlanon.models.cells import Requirement
 from sqlanon.session import Session
@@ -257,12 +259,12 @@ def _audit(
         offset += read_keys.size
         group = np.full(n, -1, dtype=np.int64)
         group[rows] = groups
-        attacked.append(audit_core.AttackedRelease(group, requirement, published))
+        attacked.append(AttackedRelease(group, requirement, published))
         for a, (column, found) in read_values.items():
             values.setdefault(a, _Values(a, n)).add(rows[found], column[found], r, keys)
     columns = {a: v.column() for a, v in values.items()}
     chains = _chains(session, [r.domain for r in chosen], {k: i for i, k in enumerate(keys)})
-    results = audit_core.audit_domain(columns, attacked, chains=chains)
+    results = audit_domain(columns, attacked, chains=chains)
     out = []
     for position, (r, result) in enumerate(zip(chosen, results, strict=True), start=1):
         row: dict[str, Any] = {
