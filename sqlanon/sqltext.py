@@ -1,9 +1,10 @@
-"""SQL kept as files (``sql/<dialect>/``, ``migrations/<dialect>/``), loaded as data.
+"""SQL kept as files, shipped as package data and loaded as data.
 
-In a wheel the folders ship inside the package (``sqlanon/_data/``); in a source
-checkout they sit at the repository root. Templates take identifiers only as
-``{name}`` fields filled with names the caller already quoted with
-``Session.quote_ident``: values always travel as ``$n`` parameters.
+Common SQL is ``sqlanon/sql/<name>.sql``; an engine's own statements (and its own
+spelling of a common one) are ``sqlanon/<engine>/sql/<name>.sql``, its catalog
+migrations ``sqlanon/<engine>/migrations/NNN_name.sql``.
+Templates take identifiers only as ``{name}`` fields filled with names the caller
+already quoted with ``Session.quote_ident``: values always travel as ``$n`` parameters.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ _SINGLE = re.compile(rf"^{_ONE}$")
 
 
 def data_dir(kind: str) -> Path:
-    """The folder ``sql`` or ``migrations``, wherever this install keeps it."""
+    """The folder ``kind`` shipped beside the package (``dbt_sqlanon``): inside it in a
+    wheel (``sqlanon/_data/``, pyproject's force-include), at the repository root in a
+    source checkout."""
     for candidate in (_PACKAGE / "_data" / kind, _PACKAGE.parent / kind):
         if candidate.is_dir():
             return candidate
@@ -37,24 +40,24 @@ _VARCHAR_CAST = re.compile(r"\bAS VARCHAR\b")
 
 @cache
 def load(dialect: str, name: str) -> str:
-    """The text of ``sql/<dialect>/<name>.sql``, else of ``sql/common/<name>.sql`` (for
-    Spark with ``AS VARCHAR`` spelled ``AS STRING``, for PostgreSQL with its calls
+    """The text of ``sqlanon/<dialect>/sql/<name>.sql``, else of ``sqlanon/sql/<name>.sql``
+    (for Spark with ``AS VARCHAR`` spelled ``AS STRING``, for PostgreSQL with its calls
     qualified: :func:`pg_qualified`)."""
-    own = data_dir("sql") / dialect / f"{name}.sql"
+    own = _PACKAGE / dialect / "sql" / f"{name}.sql"
     if own.is_file():
         return own.read_text()
-    common = data_dir("sql") / "common" / f"{name}.sql"
+    common = _PACKAGE / "sql" / f"{name}.sql"
     if common.is_file():
         text = common.read_text()
         if dialect == "postgres":
             return pg_qualified(text)
         return _VARCHAR_CAST.sub("AS STRING", text) if dialect == "spark" else text
-    raise FileNotFoundError(f"no sql/{dialect}/{name}.sql or sql/common/{name}.sql")
+    raise FileNotFoundError(f"no sqlanon/{dialect}/sql/{name}.sql or sqlanon/sql/{name}.sql")
 
 
 def migrations(dialect: str) -> list[tuple[str, str]]:
     """``(name, sql)`` of every migration of a dialect, in order."""
-    folder = data_dir("migrations") / dialect
+    folder = _PACKAGE / dialect / "migrations"
     return [(p.stem, p.read_text()) for p in sorted(folder.glob("[0-9]*.sql"))]
 
 

@@ -1,0 +1,42 @@
+-- PostgreSQL's twin of sqlanon/duckdb/sql/ke_bounds_from_runs.sql. The bounds table (layout:
+-- sqlanon/models/ke_bounds.py, 64 ranks per block) from the published runs (_sqlanon_runs: group, value, records; entries of one (group, value)
+-- are summed), in the engine: the records are never listed. Integer values only (the
+-- caller checks that their sums fit BIGINT); others come from the release table
+-- (ke_write_bounds.sql).
+CREATE TABLE {bounds} AS
+WITH runs AS (
+    SELECT group_id, value, CAST(pg_catalog.sum(c) AS BIGINT) AS c
+    FROM _sqlanon_runs
+    GROUP BY group_id, value
+), ranked AS (
+    SELECT group_id, value, c,
+           CAST(coalesce(pg_catalog.sum(c) OVER up, 0) AS BIGINT) AS before_up,
+           coalesce(pg_catalog.sum(c * value) OVER up, 0) AS prior_up,
+           CAST(coalesce(pg_catalog.sum(c) OVER down, 0) AS BIGINT) AS before_down,
+           coalesce(pg_catalog.sum(c * value) OVER down, 0) AS prior_down,
+           pg_catalog.sum(c) OVER whole AS n, pg_catalog.sum(c * value) OVER whole AS total,
+           pg_catalog.min(value) OVER whole AS vmin, pg_catalog.max(value) OVER whole AS vmax
+    FROM runs
+    WINDOW up AS (PARTITION BY group_id ORDER BY value
+                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           down AS (PARTITION BY group_id ORDER BY value DESC
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           whole AS (PARTITION BY group_id)
+), directed AS (
+    SELECT group_id, false AS descending, before_up + 1 AS lo, before_up + c AS hi, value,
+           prior_up AS prior_sum, n, total, vmin, vmax
+    FROM ranked
+    UNION ALL
+    SELECT group_id, true, before_down + 1, before_down + c, value, prior_down, n, total,
+           vmin, vmax
+    FROM ranked
+), blocks AS (
+    SELECT *, pg_catalog.generate_series((lo - 1) / 64, (hi - 1) / 64) AS block
+    FROM directed
+)
+SELECT CAST(group_id AS INTEGER) AS group_id, descending, CAST(block AS INTEGER) AS block,
+       CAST(lo AS INTEGER) AS lo_rank, CAST(hi AS INTEGER) AS hi_rank, value,
+       CAST(prior_sum AS BIGINT) AS prior_sum, CAST(n AS INTEGER) AS n,
+       CAST(total AS BIGINT) AS total, vmin, vmax
+FROM blocks
+ORDER BY descending, group_id, block, lo_rank
