@@ -1,8 +1,10 @@
 """SQL kept as files, shipped as package data and loaded as data.
 
-Common SQL is ``sqlanon/sql/<name>.sql``; an engine's own statements (and its own
-spelling of a common one) are ``sqlanon/<engine>/sql/<name>.sql``, its catalog
-migrations ``sqlanon/<engine>/migrations/NNN_name.sql``.
+Each statement is one file. Where the engines agree it is ``sqlanon/sql/<name>.sql``,
+the few words they spell differently written as fields (``CAST(x AS {text_type})``)
+that :func:`load` fills from :data:`DIALECT_WORDS`; where a statement differs by more
+than a word, each engine that needs its own has ``sqlanon/<engine>/sql/<name>.sql``.
+An engine's catalog migrations are ``sqlanon/<engine>/migrations/NNN_name.sql``.
 Templates take identifiers only as ``{name}`` fields filled with names the caller
 already quoted with ``Session.quote_ident``: values always travel as ``$n`` parameters.
 """
@@ -33,26 +35,40 @@ def data_dir(kind: str) -> Path:
     raise FileNotFoundError(f"sqlanon is installed without its {kind}/ folder")
 
 
-# Common SQL casts to text as DuckDB and PostgreSQL spell it; Spark wants STRING
-# (it takes VARCHAR only with a length).
-_VARCHAR_CAST = re.compile(r"\bAS VARCHAR\b")
+#: What each engine writes for a word the common SQL (``sqlanon/sql/``) leaves as a field.
+#: ``text_type``: what a value is cast to, to be compared or stored as text (Spark's
+#: VARCHAR takes a length).
+DIALECT_WORDS: dict[str, dict[str, str]] = {
+    "duckdb": {"text_type": "VARCHAR"},
+    "postgres": {"text_type": "VARCHAR"},
+    "spark": {"text_type": "STRING"},
+}
+_WORDS = frozenset(word for words in DIALECT_WORDS.values() for word in words)
 
 
 @cache
 def load(dialect: str, name: str) -> str:
     """The text of ``sqlanon/<dialect>/sql/<name>.sql``, else of ``sqlanon/sql/<name>.sql``
-    (for Spark with ``AS VARCHAR`` spelled ``AS STRING``, for PostgreSQL with its calls
-    qualified: :func:`pg_qualified`)."""
+    with the dialect's :data:`DIALECT_WORDS` in its fields (and for PostgreSQL with its
+    calls qualified: :func:`pg_qualified`). Other fields are left for :func:`render`."""
     own = _PACKAGE / dialect / "sql" / f"{name}.sql"
     if own.is_file():
         return own.read_text()
     common = _PACKAGE / "sql" / f"{name}.sql"
-    if common.is_file():
-        text = common.read_text()
-        if dialect == "postgres":
-            return pg_qualified(text)
-        return _VARCHAR_CAST.sub("AS STRING", text) if dialect == "spark" else text
-    raise FileNotFoundError(f"no sqlanon/{dialect}/sql/{name}.sql or sqlanon/sql/{name}.sql")
+    if not common.is_file():
+        raise FileNotFoundError(f"no sqlanon/{dialect}/sql/{name}.sql or sqlanon/sql/{name}.sql")
+    words = DIALECT_WORDS[dialect]
+
+    def spell(found: re.Match[str]) -> str:
+        word = found.group(1)
+        if word not in _WORDS:
+            return found.group()
+        if word not in words:
+            raise KeyError(f"sqlanon/sql/{name}.sql needs {{{word}}}, which {dialect} lacks")
+        return words[word]
+
+    text = _FIELD.sub(spell, common.read_text())
+    return pg_qualified(text) if dialect == "postgres" else text
 
 
 def migrations(dialect: str) -> list[tuple[str, str]]:

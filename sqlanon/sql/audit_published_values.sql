@@ -9,10 +9,10 @@ SELECT m.record_key, m.group_id, coalesce(m.ghost, false) AS ghost,
        CASE WHEN coalesce(m.ghost, false) THEN k.value IS NOT NULL
             ELSE src.{key} IS NOT NULL END AS found,
        CASE WHEN coalesce(m.ghost, false) THEN k.value
-            ELSE coalesce(k.value, CAST(src.{column} AS VARCHAR)) END AS value
+            ELSE coalesce(k.value, CAST(src.{column} AS {text_type})) END AS value
 FROM sqlanon.members AS m
 LEFT JOIN {source} AS src
-  ON CAST(src.{key} AS VARCHAR) = m.record_key AND NOT coalesce(m.ghost, false)
+  ON CAST(src.{key} AS {text_type}) = m.record_key AND NOT coalesce(m.ghost, false)
 LEFT JOIN sqlanon.kept_values AS k
   ON k.domain = $3 AND k.record_key = m.record_key AND k.attribute = $4
 WHERE m.family = $1 AND m.version = $2 AND m.status = 'published'

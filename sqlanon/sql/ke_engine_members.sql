@@ -3,7 +3,7 @@
 -- every release of the domain (NULL: none published it), status, fingerprints.
 INSERT INTO sqlanon.members (family, version, record_key, group_id, cell_id, status, row_hash,
                              value_hash)
-SELECT $1, $2, CAST(r.record_value AS VARCHAR),
+SELECT $1, $2, CAST(r.record_value AS {text_type}),
        CASE WHEN p.group_id >= 0 THEN p.group_id END,
        CASE WHEN p.cell_id >= 0 THEN p.cell_id END,
        CASE WHEN p.group_id >= 0 THEN 'published'

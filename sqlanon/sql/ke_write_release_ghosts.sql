@@ -5,11 +5,11 @@
 -- order a.ord.
 CREATE TABLE {release} AS
 SELECT {quasi_q}, a.group_id, v.{sensitive}, a.ghost
-FROM (SELECT CAST(record_key AS VARCHAR) AS record_key, group_id, s_key, ord, false AS ghost
+FROM (SELECT CAST(record_key AS {text_type}) AS record_key, group_id, s_key, ord, false AS ghost
       FROM _sqlanon_members WHERE group_id >= 0
       UNION ALL
       SELECT record_key, group_id, s_key, ord, true AS ghost
       FROM _sqlanon_ghost_members WHERE group_id >= 0) AS a
-LEFT JOIN {source} AS q ON CAST(q.{key} AS VARCHAR) = a.record_key AND NOT a.ghost
+LEFT JOIN {source} AS q ON CAST(q.{key} AS {text_type}) = a.record_key AND NOT a.ghost
 JOIN _sqlanon_values AS v ON v.record_key = a.s_key
 ORDER BY a.ord

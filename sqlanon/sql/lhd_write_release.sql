@@ -2,5 +2,5 @@
 CREATE TABLE {release} AS
 SELECT {labels}, {sensitive}, a.class_id
 FROM _sqlanon_lhd AS a
-JOIN {source} AS v ON CAST(v.{key} AS VARCHAR) = a.record_key
+JOIN {source} AS v ON CAST(v.{key} AS {text_type}) = a.record_key
 ORDER BY a.ord

@@ -5,7 +5,7 @@
 CREATE TABLE {release} AS
 SELECT {labels}, {sensitive}, a.class_id, a.class_ghosts
 FROM _sqlanon_lhd AS a
-JOIN (SELECT CAST(src.{key} AS VARCHAR) AS record_key, {source_values} FROM {source} AS src
+JOIN (SELECT CAST(src.{key} AS {text_type}) AS record_key, {source_values} FROM {source} AS src
       UNION ALL
       SELECT g.record_key, {ghost_values} FROM _sqlanon_ghost_values AS g) AS v
   ON v.record_key = a.record_key

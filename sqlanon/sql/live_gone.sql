@@ -4,4 +4,4 @@
 SELECT d.record_key, d.cell_id IS NOT NULL AS published
 FROM sqlanon.members AS d
 WHERE d.family = $1 AND d.version = $2 AND NOT coalesce(d.ghost, false)
-  AND NOT EXISTS (SELECT 1 FROM {source} AS src WHERE CAST(src.{key} AS VARCHAR) = d.record_key)
+  AND NOT EXISTS (SELECT 1 FROM {source} AS src WHERE CAST(src.{key} AS {text_type}) = d.record_key)

@@ -5,7 +5,7 @@
 -- (sqlanon/<engine>/sql/ke_read_source.sql).
 INSERT INTO sqlanon.members (family, version, record_key, group_id, cell_id, status, row_hash,
                              value_hash)
-SELECT $1, $2, CAST(a.record_key AS VARCHAR),
+SELECT $1, $2, CAST(a.record_key AS {text_type}),
        CASE WHEN a.group_id >= 0 THEN a.group_id END,
        CASE WHEN a.cell_id >= 0 THEN a.cell_id END,
        CASE WHEN a.group_id >= 0 THEN 'published'
