@@ -35,13 +35,41 @@ def data_dir(kind: str) -> Path:
     raise FileNotFoundError(f"sqlanon is installed without its {kind}/ folder")
 
 
-#: What each engine writes for a word the common SQL (``sqlanon/sql/``) leaves as a field.
-#: ``text_type``: what a value is cast to, to be compared or stored as text (Spark's
-#: VARCHAR takes a length).
+#: What each engine writes for a word the common SQL (``sqlanon/sql/``) leaves as a field:
+#: types (Spark's VARCHAR takes a length; JSON is text there), Spark's table format, integer
+#: division, ``{explode}({series}(a, b))`` for one row per integer from a to b (PostgreSQL's
+#: generate_series returns rows already), and the 64-bit hash of a row's values that
+#: fingerprints it (PostgreSQL hashes the row's text: its own ``*_read_source.sql``).
 DIALECT_WORDS: dict[str, dict[str, str]] = {
-    "duckdb": {"text_type": "VARCHAR"},
-    "postgres": {"text_type": "VARCHAR"},
-    "spark": {"text_type": "STRING"},
+    "duckdb": {
+        "text_type": "VARCHAR",
+        "double_type": "DOUBLE",
+        "json_type": "JSON",
+        "table_format": "",
+        "int_div": "//",
+        "explode": "unnest",
+        "series": "generate_series",
+        "fingerprint": "hash",
+    },
+    "postgres": {
+        "text_type": "VARCHAR",
+        "double_type": "DOUBLE PRECISION",
+        "json_type": "JSON",
+        "table_format": "",
+        "int_div": "/",
+        "explode": "",
+        "series": "generate_series",
+    },
+    "spark": {
+        "text_type": "STRING",
+        "double_type": "DOUBLE",
+        "json_type": "STRING",
+        "table_format": "USING parquet",
+        "int_div": "DIV",
+        "explode": "explode",
+        "series": "sequence",
+        "fingerprint": "xxhash64",
+    },
 }
 _WORDS = frozenset(word for words in DIALECT_WORDS.values() for word in words)
 
@@ -49,26 +77,35 @@ _WORDS = frozenset(word for words in DIALECT_WORDS.values() for word in words)
 @cache
 def load(dialect: str, name: str) -> str:
     """The text of ``sqlanon/<dialect>/sql/<name>.sql``, else of ``sqlanon/sql/<name>.sql``
-    with the dialect's :data:`DIALECT_WORDS` in its fields (and for PostgreSQL with its
-    calls qualified: :func:`pg_qualified`). Other fields are left for :func:`render`."""
+    as :func:`spell` writes it for ``dialect`` (for PostgreSQL with its calls qualified
+    too: :func:`pg_qualified`). The other fields are left for :func:`render`."""
     own = _PACKAGE / dialect / "sql" / f"{name}.sql"
     if own.is_file():
         return own.read_text()
     common = _PACKAGE / "sql" / f"{name}.sql"
     if not common.is_file():
         raise FileNotFoundError(f"no sqlanon/{dialect}/sql/{name}.sql or sqlanon/sql/{name}.sql")
+    text = spell(common.read_text(), dialect)
+    return pg_qualified(text) if dialect == "postgres" else text
+
+
+def spell(template: str, dialect: str) -> str:
+    """``template`` with each :data:`DIALECT_WORDS` field spelled as ``dialect`` spells it.
+
+    >>> spell("CAST(x AS {text_type}) FROM {source}", "spark")
+    'CAST(x AS STRING) FROM {source}'
+    """
     words = DIALECT_WORDS[dialect]
 
-    def spell(found: re.Match[str]) -> str:
+    def fill(found: re.Match[str]) -> str:
         word = found.group(1)
         if word not in _WORDS:
             return found.group()
         if word not in words:
-            raise KeyError(f"sqlanon/sql/{name}.sql needs {{{word}}}, which {dialect} lacks")
+            raise KeyError(f"{dialect} has no spelling of {{{word}}}: give it one in DIALECT_WORDS")
         return words[word]
 
-    text = _FIELD.sub(spell, common.read_text())
-    return pg_qualified(text) if dialect == "postgres" else text
+    return _FIELD.sub(fill, template)
 
 
 def migrations(dialect: str) -> list[tuple[str, str]]:

@@ -4,6 +4,6 @@
 -- names _sqlanon_read gives them (`{attributes}`).
 CREATE TEMP TABLE _sqlanon_ghost_read AS
 SELECT g.record_key, g.domain_cell, g.published_before, g.chain_key,
-       CAST(v.{sensitive} AS DOUBLE PRECISION) AS s, {attributes}
+       CAST(v.{sensitive} AS {double_type}) AS s, {attributes}
 FROM _sqlanon_ghost_ids AS g
 JOIN _sqlanon_ghost_values AS v ON v.record_key = g.record_key
