@@ -1,21 +1,22 @@
--- PostgreSQL's twin of sqlanon/duckdb/sql/ke_bounds_from_runs.sql. The bounds table (layout:
--- sqlanon/models/ke_bounds.py, 64 ranks per block) from the published runs (_sqlanon_runs: group, value, records; entries of one (group, value)
+-- The bounds table (layout: sqlanon/models/ke_bounds.py, 64 ranks per block) from the
+-- published runs (_sqlanon_runs: group, value, records; entries of one (group, value)
 -- are summed), in the engine: the records are never listed. Integer values only (the
 -- caller checks that their sums fit BIGINT); others come from the release table
--- (ke_write_bounds.sql).
-CREATE TABLE {bounds} AS
+-- (ke_write_bounds.sql). Each run lands in every block its ranks touch:
+-- {explode}({series}(a, b)) is one row per integer from a to b, {int_div} integer division.
+CREATE TABLE {bounds} {table_format} AS
 WITH runs AS (
-    SELECT group_id, value, CAST(pg_catalog.sum(c) AS BIGINT) AS c
+    SELECT group_id, value, CAST(sum(c) AS BIGINT) AS c
     FROM _sqlanon_runs
     GROUP BY group_id, value
 ), ranked AS (
     SELECT group_id, value, c,
-           CAST(coalesce(pg_catalog.sum(c) OVER up, 0) AS BIGINT) AS before_up,
-           coalesce(pg_catalog.sum(c * value) OVER up, 0) AS prior_up,
-           CAST(coalesce(pg_catalog.sum(c) OVER down, 0) AS BIGINT) AS before_down,
-           coalesce(pg_catalog.sum(c * value) OVER down, 0) AS prior_down,
-           pg_catalog.sum(c) OVER whole AS n, pg_catalog.sum(c * value) OVER whole AS total,
-           pg_catalog.min(value) OVER whole AS vmin, pg_catalog.max(value) OVER whole AS vmax
+           CAST(coalesce(sum(c) OVER up, 0) AS BIGINT) AS before_up,
+           coalesce(sum(c * value) OVER up, 0) AS prior_up,
+           CAST(coalesce(sum(c) OVER down, 0) AS BIGINT) AS before_down,
+           coalesce(sum(c * value) OVER down, 0) AS prior_down,
+           sum(c) OVER whole AS n, sum(c * value) OVER whole AS total,
+           min(value) OVER whole AS vmin, max(value) OVER whole AS vmax
     FROM runs
     WINDOW up AS (PARTITION BY group_id ORDER BY value
                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
@@ -31,7 +32,7 @@ WITH runs AS (
            vmin, vmax
     FROM ranked
 ), blocks AS (
-    SELECT *, pg_catalog.generate_series((lo - 1) / 64, (hi - 1) / 64) AS block
+    SELECT *, {explode}({series}((lo - 1) {int_div} 64, (hi - 1) {int_div} 64)) AS block
     FROM directed
 )
 SELECT CAST(group_id AS INTEGER) AS group_id, descending, CAST(block AS INTEGER) AS block,
