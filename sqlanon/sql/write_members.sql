@@ -2,7 +2,7 @@
 -- cell over every release of the domain (-1: no release has published it), status
 -- 'published', 'suppressed' (published before, absent now) or 'held_back' (never
 -- published yet), and the fingerprints the source read computed
--- (sqlanon/<engine>/sql/ke_read_source.sql).
+-- (ke_read_source.sql).
 INSERT INTO sqlanon.members (family, version, record_key, group_id, cell_id, status, row_hash,
                              value_hash)
 SELECT $1, $2, CAST(a.record_key AS {text_type}),

@@ -1,5 +1,5 @@
 -- The engine path's one read of an lHD release: every source row with its state and the
--- columns the release reads (sqlanon/duckdb/sql/lhd_read_source.sql, appended by
+-- columns the release reads (lhd_read_source.sql, appended by
 -- sqlanon/release/lhd_engine.py), and `unit`: a 64-bit hash of the values the planner
 -- tells records apart by (`{entry}`: the cell of the domain's latest release, the
 -- quasi-identifiers, the sensitive and constrained attributes). Rows with equal values

@@ -1,5 +1,5 @@
 -- Every source row's key, its state in the family's last version and in the domain's
--- latest release, its fingerprints (all as in sqlanon/postgres/sql/ke_read_source.sql), then the
+-- latest release, its fingerprints (all as in ke_read_source.sql), then the
 -- columns the lHD release publishes (raw values; the model generalizes them) and those
 -- the domain's cells constrain; `record_value`: the key as it is.
 SELECT CAST(src.{key} AS text) AS record_key,

@@ -6,22 +6,24 @@
 -- release of the domain published it. `row_hash` fingerprints its published columns,
 -- `value_hash` the attributes the domain's cells constrain after this release (both
 -- stored by sqlanon/sql/write_members.sql); `changed` / `value_changed`: the stored
--- fingerprint differs (`{old_hashed}`: over the attributes constrained before).
-SELECT CAST(src.{key} AS VARCHAR) AS record_key,
+-- fingerprint differs (`{old_hashed}`: over the attributes constrained before). A
+-- fingerprint is {fingerprint}, a 64-bit hash of the values, compared only with ones this
+-- engine stored (PostgreSQL's own ke_read_source.sql hashes the row's text).
+SELECT CAST(src.{key} AS {text_type}) AS record_key,
        src.{key} AS record_value,
        CAST(src.{sensitive} AS DOUBLE) AS s,
        coalesce(m.group_id, -1) AS prev_group,
        coalesce(m.status = 'published', false) AS published_before,
        m.record_key IS NOT NULL AS known,
-       hash({hashed}) AS row_hash,
-       coalesce(m.row_hash <> hash({hashed}), false) AS changed,
+       {fingerprint}({hashed}) AS row_hash,
+       coalesce(m.row_hash <> {fingerprint}({hashed}), false) AS changed,
        coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END, -1) AS domain_cell,
-       hash({value_hashed}) AS value_hash,
+       {fingerprint}({value_hashed}) AS value_hash,
        coalesce(CASE WHEN $5 = 1 THEN m.cell_id ELSE d.cell_id END IS NOT NULL
-                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> hash({old_hashed}), false) AS value_changed,
+                AND CASE WHEN $5 = 1 THEN m.value_hash ELSE d.value_hash END <> {fingerprint}({old_hashed}), false) AS value_changed,
        {columns}
 FROM {source} AS src
 LEFT JOIN sqlanon.members AS m
-  ON m.family = $1 AND m.version = $2 AND m.record_key = CAST(src.{key} AS VARCHAR)
+  ON m.family = $1 AND m.version = $2 AND m.record_key = CAST(src.{key} AS {text_type})
 LEFT JOIN sqlanon.members AS d
-  ON d.family = $3 AND d.version = $4 AND d.record_key = CAST(src.{key} AS VARCHAR)
+  ON d.family = $3 AND d.version = $4 AND d.record_key = CAST(src.{key} AS {text_type})
