@@ -4,7 +4,7 @@ CREATE TABLE IF NOT EXISTS sqlanon.migrations (
     name       STRING NOT NULL,
     applied_at TIMESTAMP DEFAULT current_timestamp()
 ) USING parquet;
--- What each writing transaction may have to undo (sqlanon/backends/spark.py): Spark
+-- What each writing transaction may have to undo (sqlanon/spark/session.py): Spark
 -- tables are not transactional, so the catalog row is the commit point.
 CREATE TABLE IF NOT EXISTS sqlanon.pending (
     txid   STRING NOT NULL,

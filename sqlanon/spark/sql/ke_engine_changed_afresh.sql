@@ -1,5 +1,5 @@
 -- sqlanon/sql/ke_engine_changed_afresh.sql in Spark SQL (a temporary table takes no
--- UPDATE: it is made anew from itself, sqlanon/backends/spark.py): the new incarnation
+-- UPDATE: it is made anew from itself, sqlanon/spark/session.py): the new incarnation
 -- of a changed record starts afresh, no cell, never published.
 CREATE TEMP TABLE _sqlanon_read AS
 SELECT * EXCEPT (domain_cell, published_before, known),

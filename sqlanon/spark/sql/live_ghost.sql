@@ -1,5 +1,5 @@
 -- sqlanon/sql/live_ghost.sql in Spark SQL: Spark tables take no UPDATE, so each table is
--- written anew (INSERT OVERWRITE: sqlanon/backends/spark.py moves the old files aside
+-- written anew (INSERT OVERWRITE: sqlanon/spark/session.py moves the old files aside
 -- and brings them back on an undo). The records of _sqlanon_ghosting (record_key ->
 -- ghost_id) become ghosts in every release of domain $1: the key replaced everywhere
 -- in the catalog, the fingerprints dropped; kept values and chain links follow the id.
