@@ -52,7 +52,7 @@ DIALECT_WORDS: dict[str, dict[str, str]] = {
         "fingerprint": "hash",
     },
     "postgres": {
-        "text_type": "VARCHAR",
+        "text_type": "VARCHAR",  # as the common SQL always cast; its own files write text
         "double_type": "DOUBLE PRECISION",
         "json_type": "JSON",
         "table_format": "",
