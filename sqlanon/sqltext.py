@@ -1,9 +1,12 @@
-"""SQL kept as files (``sql/<dialect>/``, ``migrations/<dialect>/``), loaded as data.
+"""SQL kept as files, shipped as package data and loaded as data.
 
-In a wheel the folders ship inside the package (``sqlanon/_data/``); in a source
-checkout they sit at the repository root. Templates take identifiers only as
-``{name}`` fields filled with names the caller already quoted with
-``Session.quote_ident``: values always travel as ``$n`` parameters.
+Each statement is one file. Where the engines agree it is ``sqlanon/sql/<name>.sql``,
+the few words they spell differently written as fields (``CAST(x AS {text_type})``)
+that :func:`load` fills from :data:`DIALECT_WORDS`; where a statement differs by more
+than a word, each engine that needs its own has ``sqlanon/<engine>/sql/<name>.sql``.
+An engine's catalog migrations are ``sqlanon/<engine>/migrations/NNN_name.sql``.
+Templates take identifiers only as ``{name}`` fields filled with names the caller
+already quoted with ``Session.quote_ident``: values always travel as ``$n`` parameters.
 """
 
 from __future__ import annotations
@@ -23,38 +26,91 @@ _SINGLE = re.compile(rf"^{_ONE}$")
 
 
 def data_dir(kind: str) -> Path:
-    """The folder ``sql`` or ``migrations``, wherever this install keeps it."""
+    """The folder ``kind`` shipped beside the package (``dbt_sqlanon``): inside it in a
+    wheel (``sqlanon/_data/``, pyproject's force-include), at the repository root in a
+    source checkout."""
     for candidate in (_PACKAGE / "_data" / kind, _PACKAGE.parent / kind):
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"sqlanon is installed without its {kind}/ folder")
 
 
-# Common SQL casts to text as DuckDB and PostgreSQL spell it; Spark wants STRING
-# (it takes VARCHAR only with a length).
-_VARCHAR_CAST = re.compile(r"\bAS VARCHAR\b")
+#: What each engine writes for a word the common SQL (``sqlanon/sql/``) leaves as a field:
+#: types (Spark's VARCHAR takes a length; JSON is text there), Spark's table format, integer
+#: division, ``{explode}({series}(a, b))`` for one row per integer from a to b (PostgreSQL's
+#: generate_series returns rows already), and the 64-bit hash of a row's values that
+#: fingerprints it (PostgreSQL hashes the row's text: its own ``*_read_source.sql``).
+DIALECT_WORDS: dict[str, dict[str, str]] = {
+    "duckdb": {
+        "text_type": "VARCHAR",
+        "double_type": "DOUBLE",
+        "json_type": "JSON",
+        "table_format": "",
+        "int_div": "//",
+        "explode": "unnest",
+        "series": "generate_series",
+        "fingerprint": "hash",
+    },
+    "postgres": {
+        "text_type": "VARCHAR",  # as the common SQL always cast; its own files write text
+        "double_type": "DOUBLE PRECISION",
+        "json_type": "JSON",
+        "table_format": "",
+        "int_div": "/",
+        "explode": "",
+        "series": "generate_series",
+    },
+    "spark": {
+        "text_type": "STRING",
+        "double_type": "DOUBLE",
+        "json_type": "STRING",
+        "table_format": "USING parquet",
+        "int_div": "DIV",
+        "explode": "explode",
+        "series": "sequence",
+        "fingerprint": "xxhash64",
+    },
+}
+_WORDS = frozenset(word for words in DIALECT_WORDS.values() for word in words)
 
 
 @cache
 def load(dialect: str, name: str) -> str:
-    """The text of ``sql/<dialect>/<name>.sql``, else of ``sql/common/<name>.sql`` (for
-    Spark with ``AS VARCHAR`` spelled ``AS STRING``, for PostgreSQL with its calls
-    qualified: :func:`pg_qualified`)."""
-    own = data_dir("sql") / dialect / f"{name}.sql"
+    """The text of ``sqlanon/<dialect>/sql/<name>.sql``, else of ``sqlanon/sql/<name>.sql``
+    as :func:`spell` writes it for ``dialect`` (for PostgreSQL with its calls qualified
+    too: :func:`pg_qualified`). The other fields are left for :func:`render`."""
+    own = _PACKAGE / dialect / "sql" / f"{name}.sql"
     if own.is_file():
         return own.read_text()
-    common = data_dir("sql") / "common" / f"{name}.sql"
-    if common.is_file():
-        text = common.read_text()
-        if dialect == "postgres":
-            return pg_qualified(text)
-        return _VARCHAR_CAST.sub("AS STRING", text) if dialect == "spark" else text
-    raise FileNotFoundError(f"no sql/{dialect}/{name}.sql or sql/common/{name}.sql")
+    common = _PACKAGE / "sql" / f"{name}.sql"
+    if not common.is_file():
+        raise FileNotFoundError(f"no sqlanon/{dialect}/sql/{name}.sql or sqlanon/sql/{name}.sql")
+    text = spell(common.read_text(), dialect)
+    return pg_qualified(text) if dialect == "postgres" else text
+
+
+def spell(template: str, dialect: str) -> str:
+    """``template`` with each :data:`DIALECT_WORDS` field spelled as ``dialect`` spells it.
+
+    >>> spell("CAST(x AS {text_type}) FROM {source}", "spark")
+    'CAST(x AS STRING) FROM {source}'
+    """
+    words = DIALECT_WORDS[dialect]
+
+    def fill(found: re.Match[str]) -> str:
+        word = found.group(1)
+        if word not in _WORDS:
+            return found.group()
+        if word not in words:
+            raise KeyError(f"{dialect} has no spelling of {{{word}}}: give it one in DIALECT_WORDS")
+        return words[word]
+
+    return _FIELD.sub(fill, template)
 
 
 def migrations(dialect: str) -> list[tuple[str, str]]:
     """``(name, sql)`` of every migration of a dialect, in order."""
-    folder = data_dir("migrations") / dialect
+    folder = _PACKAGE / dialect / "migrations"
     return [(p.stem, p.read_text()) for p in sorted(folder.glob("[0-9]*.sql"))]
 
 

@@ -1,5 +1,5 @@
 """The engine path's bounds table, built in SQL from the published runs
-(``sql/<dialect>/ke_bounds_from_runs.sql``), is the record path's table row for row
+(``sqlanon/sql/ke_bounds_from_runs.sql``), is the record path's table row for row
 (``sqlanon.models.ke_bounds.bounds_columns``), on DuckDB and on PostgreSQL."""
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def test_alter_extension_update_from_the_previous_version_keeps_the_releases(
     current = place_extension(install_python_dir(pg_python_root, python_version=python))
     assert current.upgrade_from == previous.version
     script = current.directory / f"sqlanon--{previous.version}--{current.version}.sql"
-    assert "upgrade.run_data_step" in script.read_text()
+    assert "migrations.run_data_step" in script.read_text()
     pg_conn.execute(
         sql.SQL("ALTER EXTENSION sqlanon UPDATE TO {}").format(sql.Literal(current.version))
     )

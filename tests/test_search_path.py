@@ -33,11 +33,11 @@ def postgres_texts() -> dict[str, str]:
     migrations as written, the common files as loaded for PostgreSQL, and the bodies of
     the SQL and PL/pgSQL functions."""
     texts = {}
-    for folder in ("sql/postgres", "migrations/postgres"):
+    for folder in ("sqlanon/postgres/sql", "sqlanon/postgres/migrations"):
         for path in sorted((ROOT / folder).glob("*.sql")):
             texts[f"{folder}/{path.name}"] = path.read_text()
-    for path in sorted((ROOT / "sql/common").glob("*.sql")):
-        texts[f"sql/common/{path.name}"] = sqltext.load("postgres", path.stem)
+    for path in sorted((ROOT / "sqlanon/sql").glob("*.sql")):
+        texts[f"sqlanon/sql/{path.name}"] = sqltext.load("postgres", path.stem)
     for name, text in list(texts.items()):
         for i, body in enumerate(sqltext.dollar_bodies(text)):
             texts[f"{name} body {i}"] = body

@@ -7,7 +7,7 @@ virtualenv. So sqlanon and its runtime dependencies go into directories it can r
 
     /var/lib/sqlanon/python/
         <sqlanon version>-<hash>/     one per sqlanon build
-            sqlanon/                  the package source, sql/ and migrations/ as _data/
+            sqlanon/                  the package source with its SQL and migrations
             sqlanon-install.json      marker: version, hash, Python, dependency directory
         deps-cp3XY-<hash>/            one per set of dependency versions
             numpy/ sqlglot/ duckdb/   binary wheels for the server's CPython X.Y from pip,
@@ -26,12 +26,12 @@ using them; delete them by hand once no session from before the upgrade remains.
 installs queue:
 
 1. ``CREATE EXTENSION IF NOT EXISTS plpython3u``;
-2. the catalog migrations (:func:`sqlanon.state.migrations.migrate`: ``migrations/postgres/*.sql``
+2. the catalog migrations (:func:`sqlanon.state.migrations.migrate`: ``postgres/migrations/*.sql``
    in order, each in its own transaction, recorded in ``sqlanon.migrations``);
-3. in one transaction, ``sql/postgres/functions.sql`` with each ``# sqlanon: prologue``
+3. in one transaction, ``postgres/sql/functions.sql`` with each ``# sqlanon: prologue``
    line replaced by code that puts both directories first on ``sys.path`` once per
    session (see :func:`with_prologue`); sqlanon's PL/Python functions that no longer
-   exist in that file are dropped; then ``sql/postgres/grants.sql``: the NOLOGIN roles
+   exist in that file are dropped; then ``postgres/sql/grants.sql``: the NOLOGIN roles
    ``sqlanon_owner`` and ``sqlanon_analyst`` (created once per cluster) and their
    privileges, every other grant to PUBLIC on schema sqlanon revoked.
 
@@ -350,21 +350,14 @@ def _pinned(name: str) -> str:
 
 
 def _package_files() -> list[tuple[str, Path]]:
-    """Every file of this sqlanon with its path inside an installed package, sorted.
-
-    A source checkout keeps sql/ and migrations/ beside the package; a wheel has them
-    in ``sqlanon/_data/`` (pyproject's force-include): both give the same names."""
+    """Every file of this sqlanon with its path inside the package, sorted: the code and
+    its package data (``sql/``, ``<engine>/sql/``, ``<engine>/migrations/``, ``data/``),
+    laid out as in a wheel."""
     files = {
         p.relative_to(_PACKAGE).as_posix(): p
         for p in _PACKAGE.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
-    for kind in ("sql", "migrations"):
-        folder = sqltext.data_dir(kind)
-        if _PACKAGE not in folder.parents:
-            for p in folder.rglob("*"):
-                if p.is_file():
-                    files[f"_data/{kind}/{p.relative_to(folder).as_posix()}"] = p
     return sorted(files.items())
 
 

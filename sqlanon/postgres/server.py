@@ -26,7 +26,7 @@ from sqlanon.state.live import erase
 # Every server entry point below runs inside :func:`_reported`, which turns any exception
 # into one ``plpy.Error`` carrying a clean one-line message and a SQLSTATE. PL/Python
 # still prefixes it with ``plpy.Error: `` and adds the Python traceback as CONTEXT; the
-# PL/pgSQL wrapper of each public function (sql/postgres/functions.sql) catches it and
+# PL/pgSQL wrapper of each public function (sqlanon/postgres/sql/functions.sql) catches it and
 # raises the bare message again with the same SQLSTATE, so a client sees one ERROR line
 # and a one-line CONTEXT naming the function (PL/pgSQL always adds that line).
 
@@ -123,7 +123,7 @@ def _isolation(plpy: Any) -> str:
     return str(level[0]["i"])
 
 
-# --- Server entry points: the bodies of sql/postgres/functions.sql ----------------------
+# --- Server entry points: the bodies of sqlanon/postgres/sql/functions.sql ------------
 #
 # Each takes ``plpy`` and the SQL arguments, runs the shared core through a PlpySession
 # and returns JSON text (the SQL functions return jsonb). Releases, loads and audits run

@@ -7,7 +7,7 @@
 
 Both speak PostgreSQL's own ``$1, $2, ...`` placeholders: psycopg's ``RawCursor`` sends
 them to the server unchanged (no ``%s`` rewriting, no ``%`` escaping), and ``plpy.prepare``
-takes them natively. The functions in ``sql/postgres/functions.sql`` are created by
+takes them natively. The functions in ``sqlanon/postgres/sql/functions.sql`` are created by
 :mod:`sqlanon.postgres.install`.
 
 Search paths (CVE-2018-1058). Whoever may create objects in a schema of the caller's

@@ -5,7 +5,7 @@ A release has three stages (issue 13):
 1. **Read** (SQL): the source joined with the state of the family's and the domain's
    last releases, kept in the temporary table ``_sqlanon_read``; Python reads only
    counts: per (cell of the domain's latest release, value), the number of records
-   (``sql/common/ke_engine_counts.sql``), and a few totals.
+   (``sqlanon/sql/ke_engine_counts.sql``), and a few totals.
 2. **Plan** (pure): :func:`sqlanon.models.ke_incremental.plan_in_cells` on those entries, each
    weighted by its records. An old cell is published whole or left out whole and the
    new records of one value share their fate, so the plan is a small table: per entry

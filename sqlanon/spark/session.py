@@ -10,7 +10,7 @@ this module gives the release machinery what it needs of them:
   form) is materialized as a parquet table in database ``sqlanon_work`` behind a
   temporary view ``name``: a Spark view is lazy, and the release must read the source
   and its state once, not again in every later statement. Its query may read the
-  table it replaces (the Spark form of an UPDATE, ``sql/spark/ke_engine_*.sql``), and
+  table it replaces (the Spark form of an UPDATE, ``sqlanon/spark/sql/ke_engine_*.sql``), and
   ``ALTER TABLE _sqlanon_x ADD COLUMN c T DEFAULT v`` makes it anew with the column;
   ``INSERT INTO _sqlanon_x`` goes to its parquet table. :meth:`load_temp` makes a
   temporary view over a small local DataFrame (plans and ids: aggregates only).
@@ -274,7 +274,7 @@ class SparkSqlSession:
 
     def _create_temp(self, name: str, query: str, params: Sequence[Any]) -> None:
         """``CREATE TEMP TABLE name AS query``; the query may read ``name`` itself (the
-        Spark form of an UPDATE or ALTER of a temporary table: sql/spark/*.sql)."""
+        Spark form of an UPDATE or ALTER of a temporary table: sqlanon/spark/sql/*.sql)."""
         # a directory named _... is hidden from Spark's file listing: no leading _
         table = f"{WORK_DATABASE}.t{uuid.uuid4().hex}{name}"
         bound, args = bind(query, params)
@@ -295,7 +295,7 @@ class SparkSqlSession:
 
     def _overwrite(self, table: str, query: str, params: Sequence[Any]) -> None:
         """``INSERT OVERWRITE sqlanon.<table> SELECT ...`` (the Spark form of an UPDATE
-        or DELETE of catalog rows, ``sql/spark/live_*.sql``): the query's rows go to a
+        or DELETE of catalog rows, ``sqlanon/spark/sql/live_*.sql``): the query's rows go to a
         work table, the table's data files move to a backup folder (noted first), and the
         rows are inserted back; an undo deletes them and moves the backup back."""
         if self._tx is None or table not in CATALOG_TABLES:

@@ -1,5 +1,5 @@
 """The ``sqlanon`` catalog schema's migrations, after sqlite-utils' idea: numbered files
-(``migrations/<dialect>/NNN_*.sql``), each applied once inside a transaction and recorded
+(``sqlanon/<engine>/migrations/NNN_*.sql``), each applied once inside a transaction and recorded
 in ``sqlanon.migrations``; some also rewrite data (a step after the file, in the same
 transaction). The data steps use the modules that build on the catalog, so this module
 sits above them all.

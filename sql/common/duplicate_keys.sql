@@ -1,2 +1,0 @@
-SELECT CAST({key} AS VARCHAR) FROM {source} WHERE {key} IS NOT NULL
-GROUP BY {key} HAVING count(*) > 1 ORDER BY 1 LIMIT 10

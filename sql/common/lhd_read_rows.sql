@@ -1,3 +1,0 @@
--- The row path's read of an lHD release: sql/<dialect>/lhd_read_source.sql (appended by
--- sqlanon/release/lhd.py) in key order, the order the engine path's units follow.
-SELECT * FROM (

@@ -1,6 +1,0 @@
--- Published labels of each record's class next to its exact sensitive values.
-CREATE TABLE {release} AS
-SELECT {labels}, {sensitive}, a.class_id
-FROM _sqlanon_lhd AS a
-JOIN {source} AS v ON CAST(v.{key} AS VARCHAR) = a.record_key
-ORDER BY a.ord

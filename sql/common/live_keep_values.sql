@@ -1,7 +1,0 @@
--- Keep the value of attribute $2 of the records of _sqlanon_keep (each a key of the
--- source's own type), which domain $1 does not keep yet: first given a cell, a new
--- incarnation, or an attribute the domain constrains from now on.
-INSERT INTO sqlanon.kept_values (domain, record_key, attribute, value)
-SELECT $1, CAST(src.{key} AS VARCHAR), $2, CAST(src.{column} AS VARCHAR)
-FROM _sqlanon_keep AS k
-JOIN {source} AS src ON src.{key} = k.record_key

@@ -1,5 +1,0 @@
--- Every column of sqlanon.releases, JSON as text (sqlanon/catalog.py appends the filter).
-SELECT family, version, table_name, model, source, CAST(parameters AS VARCHAR), rows_published,
-       held_back, suppressed, groups, sum_of_errors, source_rows, CAST(metrics AS VARCHAR),
-       domain, seq
-FROM sqlanon.releases

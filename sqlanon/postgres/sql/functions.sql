@@ -1,0 +1,455 @@
+-- The SQL face of sqlanon on PostgreSQL: PL/Python functions whose bodies are one-line
+-- calls into the sqlanon package. sqlanon.postgres.install creates them (one transaction,
+-- CREATE OR REPLACE), replacing each `# sqlanon: prologue` line with the code that puts
+-- the installed package directory on sys.path (once per session), then applies
+-- sqlanon/postgres/sql/grants.sql.
+--
+-- Same names and arguments as DuckDB's sqlanon_* macros (sqlanon/duckdb/sql/functions.sql), in
+-- schema sqlanon and with `name => value`. Every function runs with the CALLER's rights
+-- (SECURITY INVOKER) except sqlanon.release_catalog() and sqlanon.release_hierarchies(),
+-- the two SECURITY DEFINER functions (plain SQL, fixed search path).
+--
+-- Errors. Each public function is PL/pgSQL around a PL/Python one (`sqlanon._<name>`):
+-- the Python side (sqlanon.postgres.server._reported) reports every failure as one
+-- line with a SQLSTATE (server.SQLSTATES: 22023 bad argument, 42P01 / 42703 unknown
+-- table / column, 42702 ambiguous unquoted name, 22000 infeasible, 55000 unsafe,
+-- 55P03 lock timeout, 40001 retry the transaction, 0A000 unsupported query, 54000 query
+-- too large, XX000 a bug; SQL errors such as 42501 or 57014 keep their own), and the
+-- wrapper raises it again without PL/Python's "plpy.Error: " prefix and traceback. The
+-- one CONTEXT line left names the wrapper (PL/pgSQL adds it to every RAISE). The
+-- PL/Python functions that write run with client_min_messages = warning: no NOTICE
+-- (DROP ... IF EXISTS, ...) reaches the caller.
+--
+-- Search paths (CVE-2018-1058). A release creates <family>_v<N> and the view <family> in
+-- the caller's current_schema() and resolves an unqualified source there (dbt points it
+-- at the model's schema with SET LOCAL search_path), but it never looks a name up in
+-- the caller's path: whoever may create in a schema of that path could plant a function,
+-- operator or type that the release, run by a superuser or another owner, would call
+-- with their rights. So each public function is a PL/pgSQL wrapper without SET (it must
+-- read pg_catalog.current_schema() of the caller) that names everything it calls with
+-- its schema and uses no operator, around a PL/Python function with a fixed
+-- `SET search_path = pg_catalog, pg_temp`: there functions and operators come from
+-- pg_catalog alone (pg_temp is never searched for them), the SQL names its functions
+-- pg_catalog.f all the same (sqlanon.sqltext.pg_qualified, tests/test_search_path.py),
+-- and the caller's schema is written into every table name. The wrappers pass it as
+-- pg_catalog.text (current_schema() is a `name`, which an overload taking `name` would
+-- match better), and nobody but the installing superuser may create in schema sqlanon
+-- (grants.sql), so no overload can be planted next to these functions. The DO blocks
+-- run in extension scripts, whose search path is sqlanon: they write operators
+-- OPERATOR(pg_catalog.=).
+
+-- Where this database's functions import sqlanon from, and what they import.
+CREATE OR REPLACE FUNCTION sqlanon.python_info() RETURNS jsonb
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
+# sqlanon: prologue
+from sqlanon.postgres.session import python_info
+return python_info()
+$py$;
+
+-- Releases ---------------------------------------------------------------------------
+
+-- Before domains (sqlanon 0.x) the release functions had no `domain` argument: drop
+-- those signatures, which CREATE OR REPLACE would keep as overloads.
+DROP FUNCTION IF EXISTS sqlanon.release_ke(text, text, text, text, text[], bigint,
+    double precision, text, bigint);
+DROP FUNCTION IF EXISTS sqlanon._release_ke(text, text, text, text, text, text[], bigint,
+    double precision, text, bigint);
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, bigint);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, bigint);
+-- Earlier versions took a `seed`, which made a release's row order and shuffle
+-- reproducible by anyone who guessed it (issue 23): those signatures go too.
+DROP FUNCTION IF EXISTS sqlanon.release_ke(text, text, text, text, text[], bigint,
+    double precision, text, bigint, text);
+DROP FUNCTION IF EXISTS sqlanon._release_ke(text, text, text, text, text, text[], bigint,
+    double precision, text, bigint, text);
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, bigint, text);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, bigint, text);
+
+CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
+        key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
+        domain text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
+        key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
+        k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
+        domain text DEFAULT NULL) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._release_ke(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
+        family, key, sensitive, quasi, k, e, policy, domain);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
+        key text, quasi text[], sensitive text[], l bigint, algorithm text,
+        max_suppression double precision, domain text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
+        key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
+        l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
+        max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._release_lhd(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
+        family, key, quasi, sensitive, l, algorithm, max_suppression, domain);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- Hierarchies (lHD). `folder` is a directory on the SERVER's file system, read by the
+-- server's OS user: only the data owner role may call this. NULL: the hierarchies
+-- bundled with sqlanon (dataset 'adult').
+CREATE OR REPLACE FUNCTION sqlanon._load_hierarchies(dataset text, folder text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "load_hierarchies", dataset, folder)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.load_hierarchies(dataset text, folder text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._load_hierarchies(dataset, folder);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._hierarchy_widths(dataset text, attribute text,
+        widths double precision[]) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "hierarchy_widths", dataset, attribute, widths)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.hierarchy_widths(dataset text, attribute text,
+        widths double precision[]) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._hierarchy_widths(dataset, attribute, widths);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The audit reads the private state and the source: the data owner's tool. It audits
+-- the family's domain (every release of the people behind its source, every family);
+-- sqlanon.audit(family, true) adds the exposed keys.
+DROP FUNCTION IF EXISTS sqlanon._audit(text, text);  -- before the records flag
+CREATE OR REPLACE FUNCTION sqlanon._audit(schema text, family text, records boolean)
+RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "audit", family, bool(records), schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.audit(family text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._audit(CAST(pg_catalog.current_schema() AS pg_catalog.text), family, false);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon.audit(family text, records boolean) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._audit(CAST(pg_catalog.current_schema() AS pg_catalog.text), family, records);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The data owner's erasure: the deletions from `source` (released, the one source of
+-- its domain) reach sqlanon's state now, without publishing a version: a published
+-- record gone from it becomes a ghost (its key replaced everywhere in schema sqlanon),
+-- a never-published one is forgotten. An unqualified source is the caller's
+-- current_schema()'s.
+CREATE OR REPLACE FUNCTION sqlanon._erase(schema text, source text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "erase", source, schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.erase(source text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._erase(CAST(pg_catalog.current_schema() AS pg_catalog.text), source);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- Interval answers (analysts) ------------------------------------------------------------
+
+-- What the rewriter needs to know about every release, and nothing more (no k, e,
+-- policy, counts or member state): the one SECURITY DEFINER function, so that
+-- analysts need no access to sqlanon.releases. `ghosts` is the number of ghost rows
+-- (deleted records kept as members of their group or class), which the release table
+-- shows anyway (its ghost / class_ghosts column). `null_quasi` lists the quasi columns
+-- an lHD release published NULL values of (as NULL labels, or hidden in '*'), so the
+-- rewriter reads '*' there as possibly NULL: quasi-identifier facts, not sensitive ones.
+-- `schema_name` is the schema the release's tables are in, so that the rewriter names
+-- them whatever the analyst's search path (recorded by the release; for releases made
+-- before, the first schema with a table of that name).
+-- Before ghosts the function had no `ghosts` column, before NULL quasi values no
+-- `null_quasi`, before schemas no `schema_name`; CREATE OR REPLACE cannot change the
+-- result type, so an older version is dropped first (grants.sql grants it again).
+DO $do$
+BEGIN
+    IF EXISTS (
+        SELECT FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+        WHERE n.nspname OPERATOR(pg_catalog.=) 'sqlanon'
+          AND p.proname OPERATOR(pg_catalog.=) 'release_catalog'
+          AND NOT ('schema_name' OPERATOR(pg_catalog.=) ANY (p.proargnames))
+    ) THEN
+        DROP FUNCTION sqlanon.release_catalog();
+    END IF;
+END
+$do$;
+CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
+RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
+               sensitive jsonb, ghosts integer, null_quasi jsonb, schema_name text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
+SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
+       r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0),
+       COALESCE(r.metrics -> 'null_quasi', CAST('[]' AS jsonb)),
+       COALESCE(r.parameters ->> 'schema', (
+           SELECT n.nspname FROM pg_catalog.pg_class AS c
+           JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+           WHERE c.relname = r.table_name AND c.relkind IN ('r', 'p', 'v', 'm')
+           ORDER BY n.nspname LIMIT 1))
+FROM sqlanon.releases AS r ORDER BY r.family, r.version
+$sql$;
+
+-- The public generalization metadata of every lHD release, what the rewriter needs to
+-- know what a published label may stand for: per release table and quasi column, the
+-- rows (value, level, label) of its ARX hierarchy, or the widths spec of its numeric
+-- one (widths NULL / value, level, label NULL). Nothing else: no members, no l, k, e or
+-- other parameters, no source data; hierarchies of columns no release publishes as
+-- quasi columns, and of (k,e) releases, stay hidden. SECURITY DEFINER so analysts need
+-- no access to sqlanon.releases / sqlanon.hierarchies. Matching as in
+-- sqlanon.release_lhd: dataset = the source's table name without schema, attribute ~
+-- column ignoring case and '-' vs '_'.
+CREATE OR REPLACE FUNCTION sqlanon.release_hierarchies()
+RETURNS TABLE (table_name text, quasi text, value text, level integer, label text,
+               widths jsonb)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
+WITH q AS (
+    SELECT r.table_name, c.quasi,
+           pg_catalog.regexp_replace(r.parameters ->> 'source', '^.*[.]', '') AS dataset
+    FROM sqlanon.releases AS r
+    CROSS JOIN LATERAL pg_catalog.jsonb_array_elements_text(
+        CASE pg_catalog.jsonb_typeof(r.parameters -> 'quasi')
+            WHEN 'array' THEN r.parameters -> 'quasi'
+            WHEN 'string' THEN pg_catalog.jsonb_build_array(r.parameters -> 'quasi')
+            ELSE '[]'::jsonb
+        END) AS c (quasi)
+    WHERE r.model = 'lhd'
+)
+SELECT q.table_name, q.quasi, h.value, h.level, h.label, NULL::jsonb
+FROM q JOIN sqlanon.hierarchies AS h
+    ON h.dataset = q.dataset
+   AND pg_catalog.replace(pg_catalog.lower(h.attribute), '-', '_') = pg_catalog.replace(pg_catalog.lower(q.quasi), '-', '_')
+UNION ALL
+SELECT q.table_name, q.quasi, NULL, NULL, NULL, w.widths
+FROM q JOIN sqlanon.hierarchy_widths AS w
+    ON w.dataset = q.dataset
+   AND pg_catalog.replace(pg_catalog.lower(w.attribute), '-', '_') = pg_catalog.replace(pg_catalog.lower(q.quasi), '-', '_')
+ORDER BY 1, 2, 4, 3
+$sql$;
+
+-- The interval SQL of an analyst's aggregate query, for `dialect` (any sqlglot dialect).
+-- The PL/Python side of rewrite, interval_sql, interval and interval_columns.
+CREATE OR REPLACE FUNCTION sqlanon._rewrite(sql text, dialect text) RETURNS text
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_rewrite(plpy, sql, dialect)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.rewrite(sql text, dialect text DEFAULT 'postgres')
+RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._rewrite(sql, dialect);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The interval SQL for this server: inspect it, or EXECUTE it in PL/pgSQL under
+-- SET search_path = pg_catalog, pg_temp (its operators are bare; sqlanon.interval does so).
+CREATE OR REPLACE FUNCTION sqlanon.interval_sql(sql text) RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._rewrite(sql, 'postgres');
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The answer as real columns, like dblink: the caller names them in a column definition
+-- list, which sqlanon.interval_columns(sql) writes out (names and exact types):
+--   SELECT sqlanon.interval_columns('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
+--     -> sex text, sum_low numeric, sum_high numeric, sum_est numeric
+--   SELECT * FROM sqlanon.interval('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex')
+--     AS t(sex text, sum_low numeric, sum_high numeric, sum_est numeric);
+-- The interval SQL runs with the caller's rights, in the query's order, under the pinned
+-- search path: the rewriter names each release table with its schema.
+-- Before this, interval returned SETOF jsonb (now sqlanon.interval_json); CREATE OR
+-- REPLACE cannot change the result type, so that version is dropped first.
+DO $do$
+BEGIN
+    IF EXISTS (
+        SELECT FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+        WHERE n.nspname OPERATOR(pg_catalog.=) 'sqlanon'
+          AND p.proname OPERATOR(pg_catalog.=) 'interval'
+          AND p.prorettype OPERATOR(pg_catalog.=) 'pg_catalog.jsonb'::pg_catalog.regtype
+    ) THEN
+        DROP FUNCTION sqlanon.interval(text);
+    END IF;
+END
+$do$;
+CREATE OR REPLACE FUNCTION sqlanon.interval(sql text) RETURNS SETOF record
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    failure text;
+    state text;
+    detail text;
+BEGIN
+    RETURN QUERY EXECUTE sqlanon._rewrite(sql, 'postgres');
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+        detail = PG_EXCEPTION_DETAIL;
+    IF state = '42804' THEN  -- the column definition list does not fit the answer
+        failure := pg_catalog.concat(failure, ': ', detail, ' sqlanon.interval_columns(sql) ',
+            'gives the column definition list: ',
+            sqlanon._interval_columns(sql));
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._interval_columns(sql text) RETURNS text
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_interval_columns(plpy, sql)
+$py$;
+
+-- The column definition list of sqlanon.interval(sql): "name type, ..." in order.
+CREATE OR REPLACE FUNCTION sqlanon.interval_columns(sql text) RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._interval_columns(sql);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- The answer as one jsonb object per output row, in the query's order, with
+-- <name>_low, <name>_high and <name>_est per aggregate: no column list to write.
+--   SELECT * FROM sqlanon.interval_json('SELECT sex, SUM(capital_loss) FROM adult_ke GROUP BY sex');
+CREATE OR REPLACE FUNCTION sqlanon._interval_json(sql text) RETURNS SETOF jsonb
+LANGUAGE plpython3u STABLE SET search_path = pg_catalog, pg_temp AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_interval(plpy, sql)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.interval_json(sql text) RETURNS SETOF jsonb
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN QUERY SELECT * FROM sqlanon._interval_json(sql);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
