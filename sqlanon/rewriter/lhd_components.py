@@ -1,10 +1,11 @@
 """One component of an lHD WHERE, judged on every published label of its column.
 
-A *component* (:mod:`sqlanon.rewriter.lhd`) reads one quasi column. For one label it is
-SURE when every raw value the label may stand for satisfies it, NEVER when none does and
-POSSIBLE otherwise, with the share of values that do. Raw values are text (the leaves of
-an ARX hierarchy) or numbers (points of a widths interval); a comparison whose answer
-depends on the column's SQL type (``'9' < '10'`` as text, not as numbers) is unknown.
+A *component* (:mod:`sqlanon.rewriter.lhd_intervals`) reads one quasi column. For one
+label it is SURE when every raw value the label may stand for satisfies it, NEVER when
+none does and POSSIBLE otherwise, with the share of values that do. Raw values are text
+(the leaves of an ARX hierarchy) or numbers (points of a widths interval); a comparison
+whose answer depends on the column's SQL type (``'9' < '10'`` as text, not as numbers)
+is unknown.
 
 A component is compiled once into a :class:`Component` and then evaluated on many
 values: its literals are read once, AND/OR chains are flattened (a chain of thousands
@@ -29,7 +30,7 @@ from typing import Literal
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
-from sqlanon.rewriter.catalog import LabelDomain
+from sqlanon.rewriter.release_info import LabelDomain
 
 # Component codes per row: which values the condition may take there. Never (false
 # only), possible (true or false), sure (true only); on a NULL raw value it may also be

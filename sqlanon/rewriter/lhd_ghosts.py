@@ -5,13 +5,14 @@ tables"): its row carries the class's labels and its own sensitive values, and t
 release shows only ``class_ghosts``, the number of ghost rows of each class (g of its n
 rows). Any g-subset of the class's rows may be the ghosts; the truth counts real rows.
 
-Rows are judged sure / possible / never exactly as in :mod:`sqlanon.rewriter.lhd`. A
-*cell* holds the rows of one class with one output key (a class's rows share their
-labels, so grouping by quasi columns keeps classes whole; grouping by a sensitive column
-may split one). A cell of n_cell rows holds between gl = max(0, g - (n - n_cell)) and
-gh = min(g, n_cell) ghosts, so K real rows with Klo = n_cell - gh <= K <= Khi =
-n_cell - gl, and any K-subset of its rows may be the real ones. Each output row is
-answered on its own, so its cells (distinct classes) vary independently. Per cell:
+Rows are judged sure / possible / never exactly as in
+:mod:`sqlanon.rewriter.lhd_intervals`. A *cell* holds the rows of one class with one
+output key (a class's rows share their labels, so grouping by quasi columns keeps
+classes whole; grouping by a sensitive column may split one). A cell of n_cell rows
+holds between gl = max(0, g - (n - n_cell)) and gh = min(g, n_cell) ghosts, so K real
+rows with Klo = n_cell - gh <= K <= Khi = n_cell - gl, and any K-subset of its rows may
+be the real ones. Each output row is answered on its own, so its cells (distinct
+classes) vary independently. Per cell:
 
 - COUNT in [max(0, S - gh), min(M, Khi)] (S sure rows, M sure or possible rows).
 - SUM: a real row contributes, at least, its value if sure, min(value, 0) if possible,
@@ -31,11 +32,11 @@ answered on its own, so its cells (distinct classes) vary independently. Per cel
   symmetric (F largest sure, largest others).
 
 Estimates assume the ghosts a uniformly random g-subset of their class, independent of
-the raw values: a row counts with weight f * (n - g) / n (f as in lhd.py); COUNT est =
-sum of weights, SUM est = weighted sum, AVG est = their ratio, MIN/MAX est over rows
-with weight >= 1/2 and the rows forced into the high (low) end. Each is an expectation,
-or a ratio of expectations, over worlds consistent with the release, so it lies in the
-interval.
+the raw values: a row counts with weight f * (n - g) / n (f as in lhd_intervals.py);
+COUNT est = sum of weights, SUM est = weighted sum, AVG est = their ratio, MIN/MAX est
+over rows with weight >= 1/2 and the rows forced into the high (low) end. Each is an
+expectation, or a ratio of expectations, over worlds consistent with the release, so it
+lies in the interval.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pieces both interval builders (``ke.py``, ``lhd.py``) assemble their output from."""
+"""Pieces both interval builders (``ke_intervals.py``, ``lhd_intervals.py``) assemble
+their output from."""
 
 from __future__ import annotations
 

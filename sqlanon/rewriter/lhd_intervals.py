@@ -56,7 +56,6 @@ from sqlglot import exp
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter import lhd_ghosts
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewriter.catalog import LabelDomain
 from sqlanon.rewriter.lhd_components import (
     MAY_BE_FALSE,
     MAY_BE_TRUE,
@@ -68,6 +67,7 @@ from sqlanon.rewriter.lhd_components import (
     judge_null,
     operands,
 )
+from sqlanon.rewriter.release_info import LabelDomain
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
