@@ -22,7 +22,7 @@ from sqlanon import intervals, sqltext
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
 from sqlanon.release import ke, lhd
-from sqlanon.state import catalog, live, migrations
+from sqlanon.state import catalog, deletions, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
 
 
@@ -134,7 +134,7 @@ def _release_lhd(
 
 def _erase(owner: _Owner, source: str) -> dict[str, Any]:
     with _session(owner, "erase") as s:
-        return live.erase(s, source)
+        return deletions.erase(s, source)
 
 
 def _load_hierarchies(owner: _Owner, dataset: str, folder: str | None) -> dict[str, Any]:
