@@ -16,7 +16,7 @@ from sqlanon.release import ke, lhd
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
-from sqlanon.state import audit_reads, catalog, live
+from sqlanon.state import audit_reads, catalog, deletions
 
 
 def install(con: Any) -> list[str]:
@@ -138,10 +138,10 @@ def erase(con: Any, source: str) -> dict[str, Any]:
     and that is gone from ``source`` becomes a ghost (its key is replaced everywhere in
     schema ``sqlanon``; the next release publishes the ghost), a gone record no release
     published is forgotten. Returns ``{"source", "domain", "deleted", "ghosts",
-    "forgotten"}``; see :func:`sqlanon.state.live.erase` for what is refused."""
+    "forgotten"}``; see :func:`sqlanon.state.deletions.erase` for what is refused."""
     with session_for(con) as session:
         _require_writable(session, "erase")
-        return live.erase(session, source)
+        return deletions.erase(session, source)
 
 
 def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[str, Any]:

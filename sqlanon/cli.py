@@ -229,7 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     description = __doc__.splitlines()[0] if __doc__ else "sqlanon"
     parser = argparse.ArgumentParser(prog="sqlanon", description=description.replace("``", ""))
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_setup_commands(commands)
+    _add_release_commands(commands)
+    _add_read_commands(commands)
+    return parser
 
+
+def _add_setup_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``demo``, ``install`` and ``install-postgres``."""
     demo = commands.add_parser("demo", help="replay the seeds' Adult experiment and print it")
     demo.add_argument("--db", default="sqlanon_demo.duckdb", help="DuckDB file to (re)create")
     demo.add_argument("--k", type=int, default=5)
@@ -273,6 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pg.set_defaults(run=_install_postgres)
 
+
+def _add_release_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that write a family's or a domain's state: ``release-ke``,
+    ``release-lhd``, ``erase`` and ``load-hierarchies``."""
     ke = commands.add_parser("release-ke", help="publish the next (k,e) version of a family")
     ke.add_argument("--db", required=True, help=_DB_HELP)
     ke.add_argument("source")
@@ -328,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hier.set_defaults(run=_load_hierarchies)
 
+
+def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that only read (never create a database): ``query``, ``audit`` and
+    ``report``."""
     query = commands.add_parser("query", help="answer an aggregate query with hard intervals")
     query.add_argument("--db", required=True, help=_READ_DB_HELP)
     query.add_argument("sql")
@@ -352,7 +367,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("family")
     report.add_argument("--out", default=None, help="HTML file (default <family>_report.html)")
     report.set_defaults(run=_report)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,8 +13,8 @@ from typing import Any
 from sqlanon.release.lhd import attribute_name
 from sqlanon.rewriter import catalog_from_rows
 from sqlanon.rewriter import rewrite as rewrite_sql
-from sqlanon.rewriter.catalog import label_domain, null_quasi
 from sqlanon.rewriter.limits import QueryLimits
+from sqlanon.rewriter.release_info import label_domain, null_quasi
 from sqlanon.session import Session
 from sqlanon.state.catalog import query_limits
 from sqlanon.state.source import current_schema, relation, relation_exists

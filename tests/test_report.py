@@ -211,7 +211,8 @@ def test_lhd_report(db: dict, tmp_path: Path) -> None:
     assert [r[-3] for r in rows] == ["0", "0"]  # audit: exposed
     assert 'id="exposed"' not in page and "finds no exposed record" in page
     assert "Class sizes per version" in page
-    # interval answers over lHD releases (sqlanon.rewriter.lhd): the workload is charted
+    # interval answers over lHD releases (sqlanon.rewriter.lhd_intervals): the workload
+    # is charted
     assert all(r[-2] == "30/30" for r in rows) and "Not available:" not in page
     assert sorted(images(page)) == ["spread", "widths"]
     check_renders(out, tmp_path / "chromium", 2)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import itertools
 import json
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -20,7 +22,7 @@ from sqlanon import intervals, sqltext
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
 from sqlanon.release import ke, lhd
-from sqlanon.state import catalog, live, migrations
+from sqlanon.state import catalog, deletions, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
 
 
@@ -68,6 +70,151 @@ def _unregister_all() -> None:
     _registered.clear()
 
 
+_Owner = weakref.ref[duckdb.DuckDBPyConnection]
+
+
+@contextmanager
+def _session(owner: _Owner, verb: str | None = None) -> Iterator[DuckDBSession]:
+    """A session on the connection the UDF was registered on; ``verb``: a writing
+    verb, refused on a read-only connection."""
+    found = owner()
+    if found is None:  # cannot happen while the connection runs its UDF
+        raise ConfigError("the connection sqlanon was installed on is gone")
+    opened = DuckDBSession(found)
+    try:
+        if verb is not None:
+            opened.refuse_read_only(verb)
+        yield opened
+    finally:
+        opened.close()
+
+
+# The UDF bodies. Each takes first the connection it was registered on (weakly, bound by
+# register) and calls the verb's own module, as PostgreSQL's functions do (never
+# sqlanon.api, which builds on this module).
+
+
+def _release_ke(
+    owner: _Owner,
+    source: str,
+    family: str,
+    key: str,
+    sensitive: str,
+    quasi: list[str],
+    k: int,
+    e: float,
+    policy: str,
+    domain: str | None,
+) -> dict[str, Any]:
+    with _session(owner, "release_ke") as s:
+        return ke.release_ke(
+            s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
+            policy=policy, domain_name=domain,
+        )  # fmt: skip
+
+
+def _release_lhd(
+    owner: _Owner,
+    source: str,
+    family: str,
+    key: str,
+    quasi: list[str],
+    sensitive: list[str],
+    l: int,  # noqa: E741
+    algorithm: str,
+    ms: float,
+    domain: str | None,
+) -> dict[str, Any]:
+    with _session(owner, "release_lhd") as s:
+        return lhd.release_lhd(
+            s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
+            algorithm=algorithm, max_suppression=ms, domain_name=domain,
+        )  # fmt: skip
+
+
+def _erase(owner: _Owner, source: str) -> dict[str, Any]:
+    with _session(owner, "erase") as s:
+        return deletions.erase(s, source)
+
+
+def _load_hierarchies(owner: _Owner, dataset: str, folder: str | None) -> dict[str, Any]:
+    with _session(owner, "load_hierarchies") as s:
+        return lhd.load_hierarchies(s, dataset, folder)
+
+
+def _hierarchy_widths(
+    owner: _Owner, dataset: str, attribute: str, widths: list[float]
+) -> dict[str, Any]:
+    with _session(owner, "hierarchy_widths") as s:
+        return lhd.hierarchy_widths(s, dataset, attribute, widths)
+
+
+def _audit_family(owner: _Owner, family: str, records: bool) -> list[dict[str, Any]]:
+    with _session(owner) as s:
+        return audit_of(s, family, records=bool(records))
+
+
+def _set_limit(owner: _Owner, name: str, value: int | None) -> dict[str, int]:
+    with _session(owner, "set_limit") as s:
+        return dataclasses.asdict(catalog.set_limit(s, name, value))
+
+
+def _interval_sql(owner: _Owner, sql: str) -> str:
+    with _session(owner) as s:
+        return intervals.session_rewrite(s, sql, "duckdb")
+
+
+def _rewrite_sql(owner: _Owner, sql: str, dialect: str) -> str:
+    with _session(owner) as s:
+        return intervals.session_rewrite(s, sql, dialect)
+
+
+@dataclass(frozen=True)
+class _Udf:
+    """One UDF: ``name`` as ``functions.sql`` calls it (register numbers it), its body
+    and DuckDB types; ``summary``: the body's result goes out as JSON text."""
+
+    name: str
+    body: Callable[..., Any]
+    params: list[Any]
+    returns: Any
+    summary: bool = True
+
+
+def _udf_table() -> list[_Udf]:
+    """sqlanon's UDFs, in the order they are registered."""
+    texts = duckdb.list_type(VARCHAR)
+    return [
+        _Udf(
+            "_sqlanon_release_ke",
+            _release_ke,
+            [VARCHAR, VARCHAR, VARCHAR, VARCHAR, texts, BIGINT, DOUBLE, VARCHAR, VARCHAR],
+            VARCHAR,
+        ),
+        _Udf(
+            "_sqlanon_release_lhd",
+            _release_lhd,
+            [VARCHAR, VARCHAR, VARCHAR, texts, texts, BIGINT, VARCHAR, DOUBLE, VARCHAR],
+            VARCHAR,
+        ),
+        _Udf("_sqlanon_erase", _erase, [VARCHAR], VARCHAR),
+        _Udf("_sqlanon_load_hierarchies", _load_hierarchies, [VARCHAR, VARCHAR], VARCHAR),
+        _Udf(
+            "_sqlanon_hierarchy_widths",
+            _hierarchy_widths,
+            [VARCHAR, VARCHAR, duckdb.list_type(DOUBLE)],
+            VARCHAR,
+        ),
+        _Udf("_sqlanon_audit", _audit_family, [VARCHAR, BOOLEAN], VARCHAR),
+        _Udf("_sqlanon_set_limit", _set_limit, [VARCHAR, BIGINT], VARCHAR),
+        _Udf("_sqlanon_interval", _interval_sql, [VARCHAR], VARCHAR, summary=False),
+        _Udf("_sqlanon_rewrite", _rewrite_sql, [VARCHAR, VARCHAR], VARCHAR, summary=False),
+    ]
+
+
+_UDFS = _udf_table()
+
+
 def register(con: duckdb.DuckDBPyConnection) -> None:
     """Register sqlanon's SQL functions on ``con``; call again on every new connection.
 
@@ -78,144 +225,17 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     The UDFs reach ``con`` through a weak reference: they are held by ``con`` itself, so
     a strong one would keep every connection alive for ever.
     """
-    # The verbs' own modules, as PostgreSQL's functions call them (never sqlanon.api,
-    # which builds on this module).
-    import dataclasses
-
     number = next(_registrations)
     key = id(con)
     owner = weakref.ref(con, lambda _dead: _forget(key))
-
-    @contextmanager
-    def session(verb: str | None = None) -> Iterator[DuckDBSession]:
-        """A session on the connection the UDF was registered on; ``verb``: a writing
-        verb, refused on a read-only connection."""
-        found = owner()
-        if found is None:  # cannot happen while the connection runs its UDF
-            raise ConfigError("the connection sqlanon was installed on is gone")
-        opened = DuckDBSession(found)
-        try:
-            if verb is not None:
-                opened.refuse_read_only(verb)
-            yield opened
-        finally:
-            opened.close()
-
-    def release_ke(
-        source: str,
-        family: str,
-        key: str,
-        sensitive: str,
-        quasi: list[str],
-        k: int,
-        e: float,
-        policy: str,
-        domain: str | None,
-    ) -> dict[str, Any]:
-        with session("release_ke") as s:
-            return ke.release_ke(
-                s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
-                policy=policy, domain_name=domain,
-            )  # fmt: skip
-
-    def release_lhd(
-        source: str,
-        family: str,
-        key: str,
-        quasi: list[str],
-        sensitive: list[str],
-        l: int,  # noqa: E741
-        algorithm: str,
-        ms: float,
-        domain: str | None,
-    ) -> dict[str, Any]:
-        with session("release_lhd") as s:
-            return lhd.release_lhd(
-                s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
-                algorithm=algorithm, max_suppression=ms, domain_name=domain,
-            )  # fmt: skip
-
-    def erase(source: str) -> dict[str, Any]:
-        with session("erase") as s:
-            return live.erase(s, source)
-
-    def load_hierarchies(dataset: str, folder: str | None) -> dict[str, Any]:
-        with session("load_hierarchies") as s:
-            return lhd.load_hierarchies(s, dataset, folder)
-
-    def hierarchy_widths(dataset: str, attribute: str, widths: list[float]) -> dict[str, Any]:
-        with session("hierarchy_widths") as s:
-            return lhd.hierarchy_widths(s, dataset, attribute, widths)
-
-    def audit_family(family: str, records: bool) -> list[dict[str, Any]]:
-        with session() as s:
-            return audit_of(s, family, records=bool(records))
-
-    def set_limit(name: str, value: int | None) -> dict[str, int]:
-        with session("set_limit") as s:
-            return dataclasses.asdict(catalog.set_limit(s, name, value))
-
-    def interval_sql(sql: str) -> str:
-        with session() as s:
-            return intervals.session_rewrite(s, sql, "duckdb")
-
-    def rewrite_sql(sql: str, dialect: str) -> str:
-        with session() as s:
-            return intervals.session_rewrite(s, sql, dialect)
-
-    udfs: list[tuple[str, Any, list[Any], Any]] = [
-        (
-            "_sqlanon_release_ke",
-            _summary(release_ke),
-            [
-                VARCHAR,
-                VARCHAR,
-                VARCHAR,
-                VARCHAR,
-                duckdb.list_type(VARCHAR),
-                BIGINT,
-                DOUBLE,
-                VARCHAR,
-                VARCHAR,
-            ],
-            VARCHAR,
-        ),
-        (
-            "_sqlanon_release_lhd",
-            _summary(release_lhd),
-            [
-                VARCHAR,
-                VARCHAR,
-                VARCHAR,
-                duckdb.list_type(VARCHAR),
-                duckdb.list_type(VARCHAR),
-                BIGINT,
-                VARCHAR,
-                DOUBLE,
-                VARCHAR,
-            ],
-            VARCHAR,
-        ),
-        ("_sqlanon_erase", _summary(erase), [VARCHAR], VARCHAR),
-        ("_sqlanon_load_hierarchies", _summary(load_hierarchies), [VARCHAR, VARCHAR], VARCHAR),
-        (
-            "_sqlanon_hierarchy_widths",
-            _summary(hierarchy_widths),
-            [VARCHAR, VARCHAR, duckdb.list_type(DOUBLE)],
-            VARCHAR,
-        ),
-        ("_sqlanon_audit", _summary(audit_family), [VARCHAR, BOOLEAN], VARCHAR),
-        ("_sqlanon_set_limit", _summary(set_limit), [VARCHAR, BIGINT], VARCHAR),
-        ("_sqlanon_interval", interval_sql, [VARCHAR], VARCHAR),
-        ("_sqlanon_rewrite", rewrite_sql, [VARCHAR, VARCHAR], VARCHAR),
-    ]
-    names = [f"{name}_{number}" for name, *_rest in udfs]
-    for (_name, fn, params, returns), numbered in zip(udfs, names, strict=True):
+    names = [f"{udf.name}_{number}" for udf in _UDFS]
+    for udf, numbered in zip(_UDFS, names, strict=True):
+        body = functools.partial(udf.body, owner)
         con.create_function(
             numbered,
-            fn,
-            params,
-            returns,
+            _summary(body) if udf.summary else body,
+            udf.params,
+            udf.returns,
             null_handling=FunctionNullHandling.SPECIAL,
             side_effects=True,
         )

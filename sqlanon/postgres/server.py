@@ -19,7 +19,7 @@ from sqlanon.postgres.session import PlpySession, serialization_error
 from sqlanon.release import ke
 from sqlanon.release.lhd import hierarchy_widths, load_hierarchies, release_lhd
 from sqlanon.state.audit_reads import audit_family
-from sqlanon.state.live import erase
+from sqlanon.state.deletions import erase
 
 # --- Errors as the SQL functions report them -------------------------------------------
 #

@@ -20,15 +20,15 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
-from sqlanon.rewriter import ke, lhd
+from sqlanon.rewriter import ke_intervals, lhd_intervals
 from sqlanon.rewriter.analyze import analyze
-from sqlanon.rewriter.catalog import (
+from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line
+from sqlanon.rewriter.release_info import (
     Catalog,
     LabelDomain,
     ReleaseInfo,
     catalog_from_rows,
 )
-from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line
 
 __all__ = [
     "Catalog",
@@ -70,7 +70,10 @@ def rewrite(
     try:
         query = analyze(sql, catalog, dialect, limits)
         step()
-        tree = lhd.build(query) if query.release.model == "lhd" else ke.build(query)
+        if query.release.model == "lhd":
+            tree = lhd_intervals.build(query)
+        else:
+            tree = ke_intervals.build(query)
         step()
         _check_reads(tree, query.release)
         step()

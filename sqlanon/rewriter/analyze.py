@@ -22,8 +22,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
 
 from sqlanon.errors import UnsupportedQueryError
-from sqlanon.rewriter.catalog import Catalog, ReleaseInfo, lookup
 from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line, tokens
+from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup
 
 AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count",

@@ -5,13 +5,14 @@ tables"): its row carries the class's labels and its own sensitive values, and t
 release shows only ``class_ghosts``, the number of ghost rows of each class (g of its n
 rows). Any g-subset of the class's rows may be the ghosts; the truth counts real rows.
 
-Rows are judged sure / possible / never exactly as in :mod:`sqlanon.rewriter.lhd`. A
-*cell* holds the rows of one class with one output key (a class's rows share their
-labels, so grouping by quasi columns keeps classes whole; grouping by a sensitive column
-may split one). A cell of n_cell rows holds between gl = max(0, g - (n - n_cell)) and
-gh = min(g, n_cell) ghosts, so K real rows with Klo = n_cell - gh <= K <= Khi =
-n_cell - gl, and any K-subset of its rows may be the real ones. Each output row is
-answered on its own, so its cells (distinct classes) vary independently. Per cell:
+Rows are judged sure / possible / never exactly as in
+:mod:`sqlanon.rewriter.lhd_intervals`. A *cell* holds the rows of one class with one
+output key (a class's rows share their labels, so grouping by quasi columns keeps
+classes whole; grouping by a sensitive column may split one). A cell of n_cell rows
+holds between gl = max(0, g - (n - n_cell)) and gh = min(g, n_cell) ghosts, so K real
+rows with Klo = n_cell - gh <= K <= Khi = n_cell - gl, and any K-subset of its rows may
+be the real ones. Each output row is answered on its own, so its cells (distinct
+classes) vary independently. Per cell:
 
 - COUNT in [max(0, S - gh), min(M, Khi)] (S sure rows, M sure or possible rows).
 - SUM: a real row contributes, at least, its value if sure, min(value, 0) if possible,
@@ -31,16 +32,14 @@ answered on its own, so its cells (distinct classes) vary independently. Per cel
   symmetric (F largest sure, largest others).
 
 Estimates assume the ghosts a uniformly random g-subset of their class, independent of
-the raw values: a row counts with weight f * (n - g) / n (f as in lhd.py); COUNT est =
-sum of weights, SUM est = weighted sum, AVG est = their ratio, MIN/MAX est over rows
-with weight >= 1/2 and the rows forced into the high (low) end. Each is an expectation,
-or a ratio of expectations, over worlds consistent with the release, so it lies in the
-interval.
+the raw values: a row counts with weight f * (n - g) / n (f as in lhd_intervals.py);
+COUNT est = sum of weights, SUM est = weighted sum, AVG est = their ratio, MIN/MAX est
+over rows with weight >= 1/2 and the rows forced into the high (low) end. Each is an
+expectation, or a ratio of expectations, over worlds consistent with the release, so it
+lies in the interval.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -64,6 +63,11 @@ def _select(columns: list[str], source: str, alias: str) -> exp.Select:
     )
 
 
+def _part(groups: list[str], alias: str, *extra: str) -> str:
+    """The columns of ``alias`` that identify a cell (group keys, class), then ``extra``."""
+    return ", ".join([*(f"{alias}.{g}" for g in groups), f"{alias}.cid", *extra])
+
+
 def build(
     query: Query,
     lab: exp.Select,
@@ -83,12 +87,34 @@ def build(
         copy=False,
     )
     vs = list(values.values())
+    rows = _rows(groups, vs, may_t, must_t, frac)
+    ranked, ranked_cols = _ranked(groups, vs)
+    ctes: list[tuple[str, exp.Query]] = [
+        ("lab", lab),
+        ("rows", rows),
+        ("cell", _cells(groups, vs)),
+        ("ranked", ranked),
+    ]
+    averaged = sorted({values[a.column] for a in query.aggregates if a.func == "avg" and a.column})
+    if averaged:
+        ctes += _avg(groups, ranked_cols, averaged)
+    final = exp.select(*_output(query, groups, values)).from_(
+        exp.alias_(_cte(ctes[-1][0]), "c", table=True), copy=False
+    )
+    if groups:
+        final = final.group_by(*[exp.column(g, table="c") for g in groups], copy=False)
+        final = final.having(_f("SUM(CASE WHEN c.cand THEN 1 ELSE 0 END) > 0"), copy=False)
+    return finish(final, query, ctes)
 
-    def part(alias: str, *extra: str) -> str:
-        return ", ".join([*(f"{alias}.{g}" for g in groups), f"{alias}.cid", *extra])
 
-    cell_of = f"OVER (PARTITION BY {part('l')})"
-    rows = exp.select(
+def _rows(
+    groups: list[str], vs: list[str], may_t: exp.Expr, must_t: exp.Expr, frac: exp.Expr
+) -> exp.Select:
+    """Per release row: keys, values, class, its flags and weight ``f``, and per cell
+    n_cell rows, s_cell sure and m_cell possible ones, ``rn`` the row's number; per class
+    ``n_class`` rows, ``cg`` ghosts."""
+    cell_of = f"OVER (PARTITION BY {_part(groups, 'l')})"
+    return exp.select(
         *[exp.column(c, table="l") for c in [*groups, *vs, "cid"]],
         exp.alias_(exp.cast(exp.column("cg", table="l"), "BIGINT"), "cg"),
         exp.alias_(may_t.copy(), "may", copy=False),
@@ -102,7 +128,7 @@ def build(
                 this=exp.Sum(
                     this=exp.Case(ifs=[exp.If(this=must_t.copy(), true=_f("1"))], default=_f("0"))
                 ),
-                partition_by=[_f(p) for p in part("l").split(", ")],
+                partition_by=[_f(p) for p in _part(groups, "l").split(", ")],
                 over="OVER",
             ),
             "s_cell",
@@ -112,13 +138,18 @@ def build(
                 this=exp.Sum(
                     this=exp.Case(ifs=[exp.If(this=may_t.copy(), true=_f("1"))], default=_f("0"))
                 ),
-                partition_by=[_f(p) for p in part("l").split(", ")],
+                partition_by=[_f(p) for p in _part(groups, "l").split(", ")],
                 over="OVER",
             ),
             "m_cell",
         ),
     ).from_(exp.alias_(_cte("lab"), "l", table=True), copy=False)
 
+
+def _cells(groups: list[str], vs: list[str]) -> exp.Select:
+    """Per row, its cell's bounds: real rows in [klo, khi], ``forced`` sure rows,
+    ``reach`` the most matching real rows; the row's weight ``w``, whether it is a
+    candidate (``cand``), and its least and greatest contributions to a SUM."""
     gl = _max0("r.cg - (r.n_class - r.n_cell)")
     gh = _least("r.cg", "r.n_cell")
     base = [f"r.{c}" for c in [*groups, *vs, "cid", "may", "sure", "rn", "n_cell"]]
@@ -136,38 +167,30 @@ def build(
             f"CASE WHEN r.sure THEN r.{v} WHEN r.may AND r.{v} < 0 THEN r.{v} ELSE 0 END AS lo_{v}",
             f"CASE WHEN r.sure THEN r.{v} WHEN r.may AND r.{v} > 0 THEN r.{v} ELSE 0 END AS hi_{v}",
         ]
-    cell = _select(cell_cols, "rows", "r")
+    return _select(cell_cols, "rows", "r")
 
+
+def _ranked(groups: list[str], vs: list[str]) -> tuple[exp.Select, list[str]]:
+    """The ``cell`` rows with their ranks in their cell by each value's contributions
+    and, among the cell's sure (or not sure) rows, by the value; and its columns."""
     ranked_cols = [f"c.{c}" for c in [*groups, *vs, "cid", "may", "sure", "rn"]]
     ranked_cols += [f"c.{c}" for c in ["klo", "khi", "forced", "reach", "w", "cand"]]
+    cell = _part(groups, "c")
+    by_sure = _part(groups, "c", "c.sure")
     for v in vs:
         ranked_cols += [
             f"c.lo_{v}",
             f"c.hi_{v}",
-            f"ROW_NUMBER() OVER (PARTITION BY {part('c')} ORDER BY c.lo_{v}) AS rlo_{v}",
-            f"ROW_NUMBER() OVER (PARTITION BY {part('c')} ORDER BY c.hi_{v} DESC) AS rhi_{v}",
-            f"ROW_NUMBER() OVER (PARTITION BY {part('c', 'c.sure')} ORDER BY c.{v}) AS sup_{v}",
-            f"ROW_NUMBER() OVER (PARTITION BY {part('c', 'c.sure')} ORDER BY c.{v} DESC) "
-            f"AS sdn_{v}",
+            f"ROW_NUMBER() OVER (PARTITION BY {cell} ORDER BY c.lo_{v}) AS rlo_{v}",
+            f"ROW_NUMBER() OVER (PARTITION BY {cell} ORDER BY c.hi_{v} DESC) AS rhi_{v}",
+            f"ROW_NUMBER() OVER (PARTITION BY {by_sure} ORDER BY c.{v}) AS sup_{v}",
+            f"ROW_NUMBER() OVER (PARTITION BY {by_sure} ORDER BY c.{v} DESC) AS sdn_{v}",
         ]
-    ranked = _select(ranked_cols, "cell", "c")
-    ctes: list[tuple[str, exp.Query]] = [("lab", lab), ("rows", rows), ("cell", cell)]
-    ctes.append(("ranked", ranked))
-
-    averaged = sorted({values[a.column] for a in query.aggregates if a.func == "avg" and a.column})
-    if averaged:
-        ctes += _avg(groups, part, ranked_cols, averaged)
-    final = exp.select(*_output(query, groups, values)).from_(
-        exp.alias_(_cte(ctes[-1][0]), "c", table=True), copy=False
-    )
-    if groups:
-        final = final.group_by(*[exp.column(g, table="c") for g in groups], copy=False)
-        final = final.having(_f("SUM(CASE WHEN c.cand THEN 1 ELSE 0 END) > 0"), copy=False)
-    return finish(final, query, ctes)
+    return _select(ranked_cols, "cell", "c"), ranked_cols
 
 
 def _avg(
-    groups: list[str], part: Callable[..., str], ranked_cols: list[str], averaged: list[str]
+    groups: list[str], ranked_cols: list[str], averaged: list[str]
 ) -> list[tuple[str, exp.Query]]:
     """Pool and running-ratio CTEs per averaged value and side, then one UNION ALL of
     the ranked rows and the candidate ratios (other columns NULL), aggregated by key."""
@@ -184,7 +207,7 @@ def _avg(
                     f"c.{v} AS v",
                     f"{forced} AS k",
                     "c.khi - c.forced AS cap",
-                    f"ROW_NUMBER() OVER (PARTITION BY {part('c')}, {forced} "
+                    f"ROW_NUMBER() OVER (PARTITION BY {_part(groups, 'c')}, {forced} "
                     f"ORDER BY c.{v}{desc}) AS ro",
                 ],
                 "ranked",

@@ -1,4 +1,5 @@
-"""Pieces both interval builders (``ke.py``, ``lhd.py``) assemble their output from."""
+"""Pieces both interval builders (``ke_intervals.py``, ``lhd_intervals.py``) assemble
+their output from."""
 
 from __future__ import annotations
 
@@ -29,6 +30,27 @@ def fragment(text: str) -> exp.Expr:
 
 def cte(name: str) -> exp.Table:
     return exp.table_(CTE_PREFIX + name)
+
+
+def column(table: str, name: str) -> exp.Column:
+    """A quoted reference to a release column (names come from the catalog)."""
+    return exp.column(name, table=table, quoted=True)
+
+
+def qualified(predicate: exp.Expr, table: str) -> exp.Expr:
+    """A copy of ``predicate`` reading ``table``'s columns."""
+
+    def qualify(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column):
+            return column(table, node.name)
+        return node
+
+    return predicate.transform(qualify)  # transform copies the tree once
+
+
+def show(term: exp.Expr) -> str:
+    """A condition as the analyst wrote it (canonical columns without quotes)."""
+    return term.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n).sql()
 
 
 def finish(final: exp.Select, query: Query, ctes: Sequence[tuple[str, exp.Expr]]) -> exp.Select:

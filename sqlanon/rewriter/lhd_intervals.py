@@ -56,7 +56,6 @@ from sqlglot import exp
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter import lhd_ghosts
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewriter.catalog import LabelDomain
 from sqlanon.rewriter.lhd_components import (
     MAY_BE_FALSE,
     MAY_BE_TRUE,
@@ -68,9 +67,13 @@ from sqlanon.rewriter.lhd_components import (
     judge_null,
     operands,
 )
+from sqlanon.rewriter.release_info import LabelDomain
+from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import qualified as _qualified
+from sqlanon.rewriter.sqlbuild import show as _show
 
 _DOUBLE = exp.DataType(this=exp.DataType.Type.DOUBLE)  # DataType.build parses, per call
 
@@ -298,18 +301,6 @@ def _product(factors: list[exp.Expr]) -> exp.Expr:
 
 def _one_minus(frac: exp.Expr) -> exp.Expr:
     return exp.Sub(this=_f("1.0"), expression=exp.paren(frac, copy=False))
-
-
-def _col(table: str, name: str) -> exp.Column:
-    return exp.column(name, table=table, quoted=True)
-
-
-def _qualified(predicate: exp.Expr, table: str) -> exp.Expr:
-    return predicate.transform(lambda n: _col(table, n.name) if isinstance(n, exp.Column) else n)
-
-
-def _show(term: exp.Expr) -> str:
-    return term.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n).sql()
 
 
 # --- the query --------------------------------------------------------------------------

@@ -1,0 +1,240 @@
+"""Interval SQL over a (k,e) release.
+
+A (k,e) release publishes the quasi-identifiers exactly and permutes the sensitive column
+S uniformly at random within each group, so each group's multiset of S is public. For
+one output group G (the analyst's GROUP BY key) and one release group g, a *cell* holds
+the m records of g that satisfy the QI part of WHERE and carry key G. Every m-subset of
+g's n values can be the one those records hold, which gives (MODELS.md, "Aggregate
+answers"):
+
+- COUNT(*) = m exactly; SUM in [sum of m smallest, sum of m largest] (bounds table
+  lookup at rank m); MIN of the cell in [rank 1, rank n-m+1]; MAX in [rank m, rank n].
+  Cells of one output group hold disjoint records of each group's permutation, but each
+  output row is answered on its own, so per-row intervals are the sums/mins over cells.
+- With a predicate on S (c of g's values satisfy it) the cell holds j matching values,
+  lo = max(0, m+c-n) <= j <= hi = min(m, c), and any j-subset of the c satisfying values
+  is possible. SUM low = sum of the lo smallest + the negative values among ranks
+  lo+1..hi (prefix sums of sorted values are minimal where the values turn positive);
+  high symmetric. AVG low = min over t of (forced lo-smallest of every cell + t smallest
+  optional values) / (L + t): the running minimum over the merged pool (exchange
+  argument: for a fixed total count the cheapest choice is forced + smallest optional).
+
+Estimates are expectations under the permutation (m*c/n matches, m*mean sums); for
+MIN/MAX the value at the expected rank of the minimum of j draws out of c,
+floor((c+1)/(E[j]+1)), which lies inside the interval.
+
+A SUM whose count may be 0 is bounded as COALESCE(SUM, 0): the SQL answer is NULL exactly
+when no record matches. SUM/AVG/MIN/MAX are NULL where no record can match.
+
+The sensitive column of a (k,e) release is never NULL (the release refuses NULL values),
+so COUNT(S) is COUNT(*).
+
+Ghosts (deleted records kept in their group, MODELS.md "Changing tables") are rows with
+``ghost`` true and NULL quasi columns; each receives a value of its group's multiset like
+every other row. The m records of a cell are real rows (``NOT ghost``), n is the group's
+size with its ghost slots (the bounds table is built from the whole multiset), and the
+real rows are m of n slots of a uniformly shuffled multiset: every formula above holds
+as it is, tight, with the truth taken over real rows only.
+
+Here: :func:`build`, WHERE split into its QI and S parts, and the cells without a
+condition on S (bounds-table lookups). The cells and their first CTE are in
+:mod:`sqlanon.rewriter.ke_cells`, the cells under a condition on S in
+:mod:`sqlanon.rewriter.ke_sensitive_where`.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sqlanon.errors import UnsupportedQueryError
+from sqlanon.models.ke_bounds import BLOCK
+from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
+from sqlanon.rewriter.ke_cells import CellPlan, plan_cells, select_cells
+from sqlanon.rewriter.ke_sensitive_where import predicate_cells, predicate_columns
+from sqlanon.rewriter.sqlbuild import cte as _cte
+from sqlanon.rewriter.sqlbuild import finish
+from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import show as _show
+
+
+def _conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
+    """The top-level AND terms, left to right; a loop, as a chain of thousands of ANDs
+    would recurse past Python's stack."""
+    found, stack = [], [predicate]
+    while stack:
+        node = stack.pop().unnest()
+        if isinstance(node, exp.And):
+            stack += [node.right, node.left]
+        else:
+            found.append(node)
+    return found
+
+
+def split_predicate(
+    predicate: exp.Expr | None, sensitive: str
+) -> tuple[exp.Expr | None, exp.Expr | None]:
+    """(QI part, S part) of a WHERE tree, or UnsupportedQueryError for a mixed condition.
+
+    Top-level AND terms are sorted by the columns they read; a term that reads both the
+    sensitive column and a quasi-identifier (``age > 30 OR loss > 5``) would need a joint
+    optimisation per group and is refused.
+    """
+    if predicate is None:
+        return None, None
+    qi: list[exp.Expr] = []
+    s: list[exp.Expr] = []
+    for term in _conjuncts(predicate):
+        names = {c.name for c in term.find_all(exp.Column)}
+        if sensitive in names and len(names) > 1:
+            raise UnsupportedQueryError(
+                f"a condition mixing the sensitive column with quasi-identifiers is not "
+                f"supported: {_show(term)}; combine conditions on {sensitive!r} with the "
+                "others by AND only"
+            )
+        (s if sensitive in names else qi).append(term)
+    return _all(qi), _all(s)
+
+
+def _all(terms: list[exp.Expr]) -> exp.Expr | None:
+    """The AND of ``terms``; a single term as it is (and_ would copy it)."""
+    if len(terms) < 2:
+        return terms[0] if terms else None
+    return exp.and_(*terms)
+
+
+def build(query: Query) -> exp.Select:
+    """The interval query for a checked (k,e) query."""
+    plan = plan_cells(query)
+    qi_pred, s_pred = split_predicate(query.where, plan.sensitive)
+    ctes: list[tuple[str, exp.Query]] = [("sel", select_cells(plan, qi_pred))]
+    if s_pred is None:
+        ctes += _exact_cells(plan)
+        columns = _exact_columns(plan)
+    else:
+        ctes += predicate_cells(plan, s_pred)
+        columns = predicate_columns(plan)
+    source = ctes[-1][0]
+    final = exp.select(*_output(plan, columns)).from_(
+        exp.alias_(_cte(source), "c", table=True), copy=False
+    )
+    if query.group_by:
+        final = final.group_by(*plan.g("c"), copy=False)
+        if s_pred is not None:
+            final = final.having(_f("SUM(c.hi) > 0"), copy=False)
+    return finish(final, query, ctes)
+
+
+# --- no predicate on S: bounds-table lookups ---------------------------------------------
+
+
+def _lookup(alias: str, rank: str) -> exp.Expr:
+    """Join condition finding the bounds rows of ``rank`` in cell ``r``'s group: one per
+    direction (ascending and descending)."""
+    return _f(
+        f"{alias}.group_id = r.gid "
+        f'AND {alias}."block" = CAST(FLOOR(({rank} - 1) / {float(BLOCK)}) AS INTEGER) '
+        f"AND {rank} BETWEEN {alias}.lo_rank AND {alias}.hi_rank"
+    )
+
+
+def _exact_cells(plan: CellPlan) -> list[tuple[str, exp.Query]]:
+    """Two rows per cell, one per direction of the bounds table (layout:
+    sqlanon/models/ke_bounds.py) looked up at rank m: the ascending row gives the sum of
+    the m smallest values and the m-th smallest, the descending row the sum of the m
+    largest and the m-th largest. Each measure is set on one of the two rows only (NULL
+    on the other, which SUM/MIN/MAX skip), so the output aggregates them as cells."""
+    if not plan.needs_values:
+        return []
+    funcs = plan.funcs
+
+    def on(side: str, sql: str) -> str:
+        test = 'b."descending"' if side == "down" else 'NOT b."descending"'
+        return f"CASE WHEN {test} THEN {sql} END"
+
+    partial = 'b.prior_sum + (r.m - b.lo_rank + 1) * b."value"'
+    carried: list[exp.Expr] = [
+        *plan.g("r"),
+        _f("r.gid"),
+        _f('b."descending"'),
+        *[exp.alias_(_f(on("up", f"r.{m}")), m) for m in plan.counts.values()],
+        *[_f(f"b.{x}") for x in ("n", "total", "vmin", "vmax")],
+        exp.alias_(_f(on("up", partial)), "low_sum"),
+        exp.alias_(_f(on("down", partial)), "high_sum"),
+        exp.alias_(_f(on("up", 'b."value"')), "v_m"),  # the m-th smallest: MAX's low
+        exp.alias_(_f(on("down", 'b."value"')), "v_top"),  # the m-th largest: MIN's high
+        # Expected rank of the minimum of m draws out of n (of the maximum, counted from
+        # the top): (n+1)/(m+1), exact in floating point (integers on both sides).
+        exp.alias_(_f("CAST(FLOOR(CAST(b.n + 1 AS DOUBLE) / (r.m + 1)) AS BIGINT)"), "r_est"),
+    ]
+    # LEFT joins although every rank exists: with inner joins DuckDB once inferred
+    # equalities between bounds copies and joined them with each other first.
+    ranked = (
+        exp.select(*carried)
+        .from_(exp.alias_(_cte("sel"), "r", table=True), copy=False)
+        .join(plan.bounds("b"), on=_lookup("b", "r.m"), join_type="LEFT", copy=False)
+    )
+    if not funcs & {"min", "max"}:
+        return [("cell", ranked)]
+    # The estimates of MIN and MAX: the value at rank r_est in the row's own direction.
+    columns: list[exp.Expr] = [exp.column(str(c.alias_or_name), table="r") for c in carried]
+    columns += [
+        exp.alias_(_f('CASE WHEN NOT r."descending" THEN e."value" END'), "v_emin"),
+        exp.alias_(_f('CASE WHEN r."descending" THEN e."value" END'), "v_emax"),
+    ]
+    same_side = exp.and_(_lookup("e", "r.r_est"), _f('e."descending" = r."descending"'))
+    cell = (
+        exp.select(*columns)
+        .from_(exp.alias_(_cte("ranked"), "r", table=True), copy=False)
+        .join(plan.bounds("e"), on=same_side, join_type="LEFT", copy=False)
+    )
+    return [("ranked", ranked), ("cell", cell)]
+
+
+def _exact_columns(plan: CellPlan) -> dict[str, dict[str, exp.Expr]]:
+    """Per aggregate: low/high/est (and the bare value for COUNT) over cells ``c``."""
+    out: dict[str, dict[str, exp.Expr]] = {}
+    total = "CAST(c.m AS DOUBLE) * CAST(c.total AS DOUBLE) / c.n"
+    for agg in plan.query.aggregates:
+        if agg.func == "count":
+            m = plan.counts.get(agg.column, "m")
+            value = _f(f"SUM(c.{m})") if plan.query.group_by else _f(f"COALESCE(SUM(c.{m}), 0)")
+            out[agg.name] = {"": value, "low": value, "high": value, "est": value}
+        elif agg.func == "sum":
+            out[agg.name] = {
+                "low": _f("SUM(c.low_sum)"),
+                "high": _f("SUM(c.high_sum)"),
+                "est": _f(f"SUM({total})"),
+            }
+        elif agg.func == "avg":
+            out[agg.name] = {
+                "low": _f("CAST(SUM(c.low_sum) AS DOUBLE) / NULLIF(SUM(c.m), 0)"),
+                "high": _f("CAST(SUM(c.high_sum) AS DOUBLE) / NULLIF(SUM(c.m), 0)"),
+                "est": _f(f"SUM({total}) / NULLIF(SUM(c.m), 0)"),
+            }
+        elif agg.func == "min":
+            out[agg.name] = {
+                "low": _f("MIN(c.vmin)"),
+                "high": _f("MIN(c.v_top)"),
+                "est": _f("MIN(c.v_emin)"),
+            }
+        else:
+            out[agg.name] = {
+                "low": _f("MAX(c.v_m)"),
+                "high": _f("MAX(c.vmax)"),
+                "est": _f("MAX(c.v_emax)"),
+            }
+    return out
+
+
+def _output(plan: CellPlan, columns: dict[str, dict[str, exp.Expr]]) -> list[exp.Expr]:
+    result: list[exp.Expr] = []
+    for item in plan.query.items:
+        if isinstance(item, GroupItem):
+            g = plan.groups[plan.query.group_by.index(item.column)]
+            result.append(exp.alias_(exp.column(g, table="c"), item.name, quoted=True))
+            continue
+        assert isinstance(item, AggregateItem)
+        for suffix, value in columns[item.name].items():
+            name = f"{item.name}_{suffix}" if suffix else item.name
+            result.append(exp.alias_(value, name, quoted=True))
+    return result
