@@ -16,7 +16,7 @@ from sqlanon.release import ke, lhd
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
-from sqlanon.state import audit_reads, catalog, deletions
+from sqlanon.state import audit_reads, catalog, deletions, hierarchies
 
 
 def install(con: Any) -> list[str]:
@@ -149,7 +149,7 @@ def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[
     (none: the ones bundled with sqlanon, for ``dataset`` ``adult``)."""
     with session_for(con) as session:
         _require_writable(session, "load_hierarchies")
-        return lhd.load_hierarchies(session, dataset, folder)
+        return hierarchies.load_hierarchies(session, dataset, folder)
 
 
 def hierarchy_widths(
@@ -158,7 +158,7 @@ def hierarchy_widths(
     """Store a numeric interval hierarchy (widths, e.g. ``[5, 10, 20]``) for a column."""
     with session_for(con) as session:
         _require_writable(session, "hierarchy_widths")
-        return lhd.hierarchy_widths(session, dataset, attribute, widths)
+        return hierarchies.hierarchy_widths(session, dataset, attribute, widths)
 
 
 def audit(con: Any, family: str, records: bool = False) -> list[dict[str, Any]]:

@@ -10,13 +10,13 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlanon.release.lhd import attribute_name
 from sqlanon.rewriter import catalog_from_rows
 from sqlanon.rewriter import rewrite as rewrite_sql
 from sqlanon.rewriter.limits import QueryLimits
 from sqlanon.rewriter.release_info import label_domain, null_quasi
 from sqlanon.session import Session
 from sqlanon.state.catalog import query_limits
+from sqlanon.state.hierarchies import attribute_name
 from sqlanon.state.source import current_schema, relation, relation_exists
 
 
@@ -109,7 +109,7 @@ def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list
     every lHD release's quasi column, read from ``sqlanon.hierarchies`` (DuckDB; on
     PostgreSQL ``sqlanon.release_hierarchies()`` gives the same rows): the dataset is
     the release source's table name, attributes match columns as in
-    :func:`sqlanon.release.lhd.attribute_name`."""
+    :func:`sqlanon.state.hierarchies.attribute_name`."""
     by_attribute: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     for dataset, attribute, value, level, label in session.query(
         "SELECT dataset, attribute, value, level, label FROM sqlanon.hierarchies"

@@ -22,7 +22,7 @@ from sqlanon import intervals, sqltext
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
 from sqlanon.release import ke, lhd
-from sqlanon.state import catalog, deletions, migrations
+from sqlanon.state import catalog, deletions, hierarchies, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
 
 
@@ -139,14 +139,14 @@ def _erase(owner: _Owner, source: str) -> dict[str, Any]:
 
 def _load_hierarchies(owner: _Owner, dataset: str, folder: str | None) -> dict[str, Any]:
     with _session(owner, "load_hierarchies") as s:
-        return lhd.load_hierarchies(s, dataset, folder)
+        return hierarchies.load_hierarchies(s, dataset, folder)
 
 
 def _hierarchy_widths(
     owner: _Owner, dataset: str, attribute: str, widths: list[float]
 ) -> dict[str, Any]:
     with _session(owner, "hierarchy_widths") as s:
-        return lhd.hierarchy_widths(s, dataset, attribute, widths)
+        return hierarchies.hierarchy_widths(s, dataset, attribute, widths)
 
 
 def _audit_family(owner: _Owner, family: str, records: bool) -> list[dict[str, Any]]:

@@ -17,9 +17,10 @@ from sqlanon.errors import ConfigError, SqlanonError, one_line
 from sqlanon.intervals import session_rewrite
 from sqlanon.postgres.session import PlpySession, serialization_error
 from sqlanon.release import ke
-from sqlanon.release.lhd import hierarchy_widths, load_hierarchies, release_lhd
+from sqlanon.release.lhd import release_lhd
 from sqlanon.state.audit_reads import audit_family
 from sqlanon.state.deletions import erase
+from sqlanon.state.hierarchies import hierarchy_widths, load_hierarchies
 
 # --- Errors as the SQL functions report them -------------------------------------------
 #
