@@ -344,7 +344,7 @@ class TimedSession(DuckDBSession):
 
 def profile_release(db: str, family: str) -> str:
     """One release under cProfile and a :class:`TimedSession` (run in a fresh child)."""
-    from sqlanon.release import ke as release
+    from sqlanon.release import ke_release as release
 
     con = connect(db)
     session = TimedSession(con)

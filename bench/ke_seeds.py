@@ -2,7 +2,7 @@
 
 The bundled Adult subset (1,427 records with capital-loss > 0): half published first,
 then ten appends, a release after each (``sqlanon.demo.run_experiment``: releases via
-``sqlanon.release.ke.release_ke`` on a DuckDB file, then the audit of the whole history).
+``sqlanon.release.ke_release.release_ke`` on a DuckDB file, then the audit of the whole history).
 For each (k, e) and each policy (and independent re-release of every version), report
 the largest held-back fraction over the 11 versions, the final sum of errors over the
 static optimum of the final table (itself unsafe to publish after earlier versions),

@@ -59,7 +59,7 @@ LANGUAGE plpython3u AS $py$
 # sqlanon: prologue
 import cProfile, io, pstats, time
 from collections import defaultdict
-from sqlanon.release import ke as release
+from sqlanon.release import ke_release as release
 from sqlanon.postgres.session import PlpySession
 
 spent = defaultdict(float)

@@ -12,7 +12,7 @@ from sqlanon.duckdb import register as duckdb_register
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
 from sqlanon.postgres.session import PsycopgSession
-from sqlanon.release import ke, lhd
+from sqlanon.release import ke_release, lhd_release
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
@@ -79,12 +79,12 @@ def release_ke(
     domain: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family``; see
-    :func:`sqlanon.release.ke.release_ke`
+    :func:`sqlanon.release.ke_release.release_ke`
     (``progress(stage, count)`` is called as rows are read, grouped and written;
     ``domain`` names the people behind the source, README "Domains")."""
     with session_for(con) as session:
         _require_writable(session, "release_ke")
-        return ke.release_ke(
+        return ke_release.release_ke(
             session,
             source,
             family,
@@ -114,10 +114,10 @@ def release_lhd(
     domain: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
-    :func:`sqlanon.release.lhd.release_lhd` (``progress`` as for :func:`release_ke`)."""
+    :func:`sqlanon.release.lhd_release.release_lhd` (``progress`` as for :func:`release_ke`)."""
     with session_for(con) as session:
         _require_writable(session, "release_lhd")
-        return lhd.release_lhd(
+        return lhd_release.release_lhd(
             session,
             source,
             family,

@@ -19,7 +19,7 @@ from sqlanon.display import print_table
 from sqlanon.duckdb.register import install
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.metrics import error_ratio
-from sqlanon.release.ke import release_ke
+from sqlanon.release.ke_release import release_ke
 from sqlanon.state.audit_reads import audit_family, audit_versions
 
 QUASI = ["age", "sex", "education", "marital_status", "race"]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sqlanon.errors import InfeasibleError
 from sqlanon.models import ke_incremental, ke_shuffle, ke_static
 from sqlanon.release.ke_rows import _by_group_and_value
-from sqlanon.release.state import random_order
+from sqlanon.release.row_path import random_order
 
 SETTINGS = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 

@@ -37,7 +37,7 @@ def people(pg_db: str, pg_python_root: Path, pg_conn: Any) -> Any:
             " LANGUAGE plpython3u AS $py$\n"
             "# sqlanon: prologue\n"
             "import json\n"
-            "from sqlanon.release import ke as release\n"
+            "from sqlanon.release import ke_release as release\n"
             "from sqlanon.postgres.session import PlpySession\n"
             "return json.dumps(release.release_ke(PlpySession(plpy), 'people', family,"
             " key='id', sensitive='salary', quasi=['age', 'sex'], k=k, e=10),"

@@ -16,7 +16,7 @@ from sqlanon.demo import load_adult
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.models.lhd_comparison import comparison_attack, comparison_violations
-from sqlanon.release.lhd import earlier_release
+from sqlanon.release.lhd_release import earlier_release
 from sqlanon.state.audit_reads import audit_versions
 from sqlanon.state.catalog import releases
 

@@ -21,7 +21,7 @@ from duckdb.sqltypes import BIGINT, BOOLEAN, DOUBLE, VARCHAR
 from sqlanon import intervals, sqltext
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
-from sqlanon.release import ke, lhd
+from sqlanon.release import ke_release, lhd_release
 from sqlanon.state import catalog, deletions, hierarchies, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
 
@@ -107,7 +107,7 @@ def _release_ke(
     domain: str | None,
 ) -> dict[str, Any]:
     with _session(owner, "release_ke") as s:
-        return ke.release_ke(
+        return ke_release.release_ke(
             s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
             policy=policy, domain_name=domain,
         )  # fmt: skip
@@ -126,7 +126,7 @@ def _release_lhd(
     domain: str | None,
 ) -> dict[str, Any]:
     with _session(owner, "release_lhd") as s:
-        return lhd.release_lhd(
+        return lhd_release.release_lhd(
             s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
             algorithm=algorithm, max_suppression=ms, domain_name=domain,
         )  # fmt: skip

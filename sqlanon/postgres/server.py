@@ -16,8 +16,8 @@ import numpy as np
 from sqlanon.errors import ConfigError, SqlanonError, one_line
 from sqlanon.intervals import session_rewrite
 from sqlanon.postgres.session import PlpySession, serialization_error
-from sqlanon.release import ke
-from sqlanon.release.lhd import release_lhd
+from sqlanon.release import ke_release
+from sqlanon.release.lhd_release import release_lhd
 from sqlanon.state.audit_reads import audit_family
 from sqlanon.state.deletions import erase
 from sqlanon.state.hierarchies import hierarchy_widths, load_hierarchies
@@ -149,7 +149,7 @@ def server_release_ke(
     """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
     with _release_work_mem(session):
-        summary = ke.release_ke(
+        summary = ke_release.release_ke(
             session,
             source,
             family,

@@ -1,5 +1,8 @@
-"""A release in three stages: read the source and the state of earlier releases,
-plan (the pure models), apply (SQL per dialect). ``release.ke`` and ``release.lhd``
-publish a version of each model; ``source``, ``state``, ``plan`` and ``bounds`` are
-what they share; ``ke_engine`` runs (k,e) releases on counts, applied in the engine.
-Import the modules themselves: this package re-exports nothing."""
+"""A release: read -> plan -> write, one skeleton (``pipeline``) for both models and
+both paths. ``ke_release`` and ``lhd_release`` check a call and hand the pipeline a job
+(``ke_job``, ``lhd_job``: the model's parameters, planner and catalog row); the engine
+path plans on counts read in SQL and writes in SQL (``engine_path``, with each model's
+``ke_engine`` / ``lhd_engine``), the row path reads rows into numpy (``row_path``,
+``ke_rows``, ``lhd_rows``); ``domain_scope``, ``plan`` (the chain rule) and ``publish``
+(catalog row and view) are what they share. Import the modules themselves: this package
+re-exports nothing."""

@@ -1,6 +1,6 @@
-"""(k,e) releases that never pull rows into Python: plan on counts, apply in the engine.
+"""(k,e) releases that never pull rows into Python: plan on counts, write in the engine.
 
-A release has three stages (issue 13):
+The stages of :mod:`~sqlanon.release.pipeline` on the engine path (issue 13):
 
 1. **Read** (SQL): the source joined with the state of the family's and the domain's
    last releases, kept in the temporary table ``_sqlanon_read``; Python reads only
@@ -10,36 +10,35 @@ A release has three stages (issue 13):
    weighted by its records. An old cell is published whole or left out whole and the
    new records of one value share their fate, so the plan is a small table: per entry
    its group and its cell after this release (``_sqlanon_plan``).
-3. **Apply** (SQL): the plan joined to the rows writes the release table, with the
+3. **Write** (SQL): the plan joined to the rows writes the release table, with the
    within-group shuffle done by a keyed pseudo-random function (:func:`shuffle_key`),
    the members' state, the kept values; the bounds table comes from the counts.
 
-The planner sees the same multisets as the row path (``release.release_ke``) and
-makes a plan with the same objective (``tests/test_ke_counts.py``); the records a plan
-puts in a group may differ among records of equal value, which nothing published can
-tell apart. Releases this path does not cover yet go the row path: the seeds' ``paper``
-policy, and domains with ghosts, chains, deleted records or changed sensitive values
+The planner sees the same multisets as the row path (:mod:`~sqlanon.release.ke_rows`)
+and makes a plan with the same objective (``tests/test_ke_counts.py``); the records a
+plan puts in a group may differ among records of equal value, which nothing published
+can tell apart. Releases this path does not cover go the row path: the seeds' ``paper``
+policy, and a constrained column released as a quasi-identifier in a domain with chains
 (:func:`release_ke` returns None before it writes anything).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from sqlanon import sqltext
-from sqlanon.errors import ConfigError, InfeasibleError
-from sqlanon.models import ke_incremental, ke_plan, ke_static
-from sqlanon.models.cells import Requirement
-from sqlanon.release.plan import plan_live
-from sqlanon.release.state import DomainScope, explaining_paper_cells, refuse_unsafe
+from sqlanon.errors import ConfigError
+from sqlanon.release import engine_path
+from sqlanon.release.engine_path import shuffle_key
+from sqlanon.release.ke_job import KeJob, plan_ke
+from sqlanon.release.pipeline import Planned, Read, Steps, Written
 from sqlanon.session import Session
-from sqlanon.state import bounds, catalog, domains, live
-from sqlanon.state.source import Source, relation, render_sql
+from sqlanon.state import bounds, domains, live
+from sqlanon.state.source import relation, render_sql
 
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
@@ -53,112 +52,30 @@ _TEMP = (
 
 
 @dataclass(frozen=True)
-class Applied:
-    """What the engine path did: nothing (``unchanged``: the release would publish
-    nothing new), or the release table, bounds, members, kept values and cells written,
-    with what the catalog row records."""
+class CountsRead(Read):
+    """The entries of the engine path: one per ``entry`` columns of ``_sqlanon_read``
+    (the domain's cell, the value; with chains also each constrained attribute and the
+    incarnation), as ``counts`` holds them. ``alias``: each source column's name in
+    ``_sqlanon_read``; ``linked``: the incarnations of the domain's chains."""
 
-    unchanged: bool
-    plan: ke_plan.KePlan | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    published_optimum: float | None = None
-    changes: dict[str, int] = field(default_factory=dict)
-    ghosts: int = 0  # ghost rows the release table shows
-    chain_held: int = 0  # records the chain rule left out
+    counts: dict[str, np.ndarray]
+    entry: list[str]
+    alias: dict[str, str]
+    linked: set[str]
 
 
-def shuffle_key() -> str:
-    """The secret of a release's shuffle: 128 bits from ``os.urandom``, never stored,
-    and never derived from anything a caller gives (a release with a guessable secret
-    would let anyone who guesses it link every row to its key: there is no seed).
-
-    Why this shuffle is sound: the release pairs each group's records, ordered by
-    ``SHA-256(secret || key)``'s first 64 bits, with the group's values sorted, and
-    orders rows by the next 64 bits. SHA-256 with a uniformly random 128-bit prefix
-    is a pseudo-random function of the key (the standard assumption behind prefix-keyed
-    SHA-2 and HMAC; length extension only forges longer inputs' hashes, and no hash is
-    ever shown), so the record order within a group is a uniformly random permutation
-    (64-bit ties, about n^2 / 2^65, fall back to key order) and the pairing is a uniform
-    random assignment of the group's multiset to its records, as the row path's
-    ``os.urandom`` shuffle (``ke_shuffle.permute_within_groups``) makes it. The secret is drawn
-    per release and dropped: nobody, the owner included, can recompute the pairing.
-    """
-    return os.urandom(16).hex()
-
-
-def _drop_temp(session: Session) -> None:
-    for name in _TEMP:
-        session.execute(f"DROP TABLE IF EXISTS {name}")
-
-
-def release_ke(
-    session: Session,
-    *,
-    src: Source,
-    family: str,
-    key: str,
-    sensitive: str,
-    quasi: Sequence[str],
-    k: int,
-    e: float,
-    policy: str,
-    scope: DomainScope,
-    last: catalog.Release | None,
-    version: int,
-    table: str,
-    progress: Callable[[str, int], None] | None,
-) -> Applied | None:
-    """Write version ``version`` of ``family`` on the engine path, inside the caller's
-    transaction, after the caller's checks (``release.release_ke``), which then records
+def release_ke(session: Session, job: KeJob) -> Written | None:
+    """Write ``job`` on the engine path, inside the caller's transaction, after the
+    caller's checks (:func:`sqlanon.release.ke_release.release_ke`), which then records
     the catalog row; None, having written nothing, when this release needs the row
     path."""
-    if policy == "paper":
+    if job.policy == "paper":
         return None
-    restore = _tune_postgres(session)
-    try:
-        applied = _release(
-            session, src, family, key, sensitive, quasi, k, e, policy, scope, last,
-            version, table, progress,
-        )  # fmt: skip
-    except BaseException:
-        # The caller rolls back (temporary tables and settings with it); a cleanup in a
-        # transaction the error aborted would fail and hide the error itself.
-        with contextlib.suppress(Exception):
-            _drop_temp(session)
-        raise
-    _drop_temp(session)
-    for name, value in restore:
-        session.execute("SELECT set_config($1, $2, true)", [name, value])
-    return applied
-
-
-#: PostgreSQL settings for the statements of one release, only until it ends: memory
-#: for one sort or hash (a session's default, 4MB, sends the shuffle's sorts of 10^6
-#: rows to disk; only ever raised), and no JIT (its compilation costs ~0.3 s a statement
-#: here and saves nothing on these plans).
-_WORK_MEM_KB = 256 * 1024
-
-
-def _tune_postgres(session: Session) -> list[tuple[str, str]]:
-    """On PostgreSQL, set this transaction's ``work_mem`` (raised to
-    :data:`_WORK_MEM_KB`) and ``jit`` (off) for the release; returns the settings to
-    restore."""
-    if session.dialect != "postgres":
-        return []
-    work_mem, kb, jit = session.query(
-        "SELECT current_setting('work_mem') AS work_mem, "
-        "pg_size_bytes(current_setting('work_mem')) / 1024 AS kb, current_setting('jit') AS jit"
-    )[0]
-    wanted = [("jit", "off")]
-    if int(kb) < _WORK_MEM_KB:
-        wanted.append(("work_mem", f"{_WORK_MEM_KB}kB"))
-    for name, value in wanted:
-        session.execute("SELECT set_config($1, $2, true)", [name, value])
-    return [(name, str(work_mem if name == "work_mem" else jit)) for name, _ in wanted]
+    return engine_path.run_on_engine(session, job, STEPS, temp=_TEMP, tune=True)
 
 
 def _carried(session: Session, columns: Sequence[str]) -> tuple[str, str, dict[str, str]]:
-    """Source columns the apply stage needs, as ``{columns}`` of the read (aliased
+    """Source columns the write stage needs, as ``{columns}`` of the read (aliased
     c0, c1, ... so no source name can clash with the read's own), the ``{carried}``
     list of the engine read, and each column's alias."""
     q = session.quote_ident
@@ -168,42 +85,30 @@ def _carried(session: Session, columns: Sequence[str]) -> tuple[str, str, dict[s
     return read, carried, alias
 
 
-def _release(
-    session: Session,
-    src: Source,
-    family: str,
-    key: str,
-    sensitive: str,
-    quasi: Sequence[str],
-    k: int,
-    e: float,
-    policy: str,
-    scope: DomainScope,
-    last: catalog.Release | None,
-    version: int,
-    table: str,
-    progress: Callable[[str, int], None] | None,
-) -> Applied | None:
-    q = session.quote_ident
-    columns, carried, alias = _carried(session, [*quasi, sensitive, *scope.attributes])
+def _read(session: Session, job: KeJob) -> CountsRead | None:
+    """The source into ``_sqlanon_read``, the changes applied, the ghosts beside it
+    (``_sqlanon_ghost_read``), and the entries counted; None when a quasi-identifier is
+    an attribute the domain's chains constrain (the ghost rows would need it both NULL
+    and kept: the row path handles it)."""
+    q, scope, sensitive = session.quote_ident, job.scope, job.sensitive
+    columns, carried, alias = _carried(session, [*job.quasi, sensitive, *scope.attributes])
     read = render_sql(
         session,
         "ke_read_source",
-        key=q(key),
+        key=q(job.key),
         sensitive=q(sensitive),
-        hashed=", ".join(f"{q('src')}.{q(c)}" for c in [*quasi, sensitive]),
-        **scope.hashes(session, key),
+        hashed=", ".join(f"{q('src')}.{q(c)}" for c in [*job.quasi, sensitive]),
+        **scope.hashes(session, job.key),
         columns=columns,
-        source=src.qualified(session),
+        source=job.src.qualified(session),
     )
-    _drop_temp(session)
-    session.execute(
+    stats = engine_path.read_source(
+        session,
         render_sql(session, "ke_engine_read", carried=carried) + read + "\n) AS r",
-        scope.read_parameters(family, last),
+        scope.read_parameters(job.family, job.last),
+        "ke_engine_stats",
     )
-    stats = session.query_dicts(sqltext.load(session.dialect, "ke_engine_stats"))[0]
-    if progress is not None:
-        progress("rows read", int(stats["n"]))
+    job.note("rows read", int(stats["n"]))
     if stats["not_finite"]:
         shown = session.query(
             "SELECT record_value FROM _sqlanon_read WHERE NOT (s - s = 0) "
@@ -214,23 +119,24 @@ def _release(
             f"values (keys {', '.join(str(r[0]) for r in shown)}); fix or filter them"
         )
     others = [a for a in scope.attributes if a != sensitive]
-    if (stats["value_changed"] or scope.linked(session)) and set(others) & set(quasi):
-        # A quasi-identifier that another release of the domain constrains, with chains:
-        # the ghost rows would need it both NULL and kept. The row path handles it.
+    if (stats["value_changed"] or scope.linked(session)) and set(others) & set(job.quasi):
         return None
-    n = int(stats["n"])
-    inserted = int(stats["inserted"]) if last is not None else n
+    return _entries(session, job, stats, alias)
+
+
+def _entries(
+    session: Session, job: KeJob, stats: dict[str, Any], alias: dict[str, str]
+) -> CountsRead:
+    """The changes applied and the entries counted, ghosts among them."""
+    scope, sensitive, q = job.scope, job.sensitive, session.quote_ident
+    others = [a for a in scope.attributes if a != sensitive]
     changed_keys = []
     if stats["value_changed"]:
         changed_keys = [
             str(r[0])
             for r in session.query(sqltext.load(session.dialect, "ke_engine_changed_keys"))
         ]
-    changes = live.apply_counted_changes(
-        session, scope.name, scope.last, last, src, key, inserted=inserted,
-        known=n - inserted, quasi_changed=int(stats["quasi_changed"]) if last else 0,
-        celled=int(stats["celled"]), changed_keys=changed_keys,
-    )  # fmt: skip
+    changes = engine_path.counted_changes(session, job, stats, changed_keys)
     if changed_keys:  # the new incarnation of a changed record starts afresh
         session.execute(sqltext.load(session.dialect, "ke_engine_changed_afresh"))
     linked = scope.linked(session)
@@ -241,7 +147,9 @@ def _release(
     if linked:
         session.execute("ALTER TABLE _sqlanon_read ADD COLUMN chain_key VARCHAR DEFAULT ''")
         session.execute(sqltext.load(session.dialect, "ke_engine_chain_keys"), [scope.name])
-    ghosts = live.read_ghosts(session, scope.name, scope.last, family, last, src, scope.attributes)
+    ghosts = live.read_ghosts(
+        session, scope.name, scope.last, job.family, job.last, job.src, scope.attributes
+    )
     if ghosts.count:
         _read_ghosts(
             session, ghosts, {a: alias[a] for a in [sensitive, *others]}, sensitive, linked
@@ -253,116 +161,18 @@ def _release(
             entry=", ".join(q(c) for c in entry),
         )
     )
-    raw_cell = counts["domain_cell"].astype(np.int64)
     values = counts["s"].astype(np.float64)
-    weight = counts["records"].astype(np.float64)
-    prior = domains.read_cells(session, scope.last, raw_cell)
-
-    def planned(keep: np.ndarray) -> tuple[np.ndarray, ke_plan.KePlan]:
-        idx = np.flatnonzero(keep)
-        p = ke_incremental.plan_in_cells(
-            values[idx], prior.select(idx), sensitive, k, e, policy, weight=weight[idx]
-        )
-        group = np.full(values.size, -1, dtype=np.int64)
-        group[idx] = p.group
-        return group, p
-
-    chains = live.chains(session, scope.name, counts["chain_key"]) if linked else []
-    with explaining_paper_cells(session, scope, policy):
-        group, plan, cells, chain_held = plan_live(
-            planned,
-            prior,
-            Requirement.ke(sensitive, k, e),
-            {sensitive: values, **{a: counts[alias[a]] for a in others if linked}},
-            chains,
-            weight,
-        )
-    refuse_unsafe(prior, cells, {sensitive: values})
-    chosen = group >= 0
-
-    plan_columns: dict[str, np.ndarray] = {c: counts[c] for c in entry}
-    plan_types = {"domain_cell": "BIGINT", "s": "DOUBLE PRECISION", "chain_key": "VARCHAR"}
-    plan_types.update({alias[a]: src.columns[a] for a in others})
-    session.load_temp(
-        "_sqlanon_plan",
-        {**plan_columns, "group_id": group, "cell_id": cells.cell.astype(np.int64)},
-        {**{c: plan_types[c] for c in entry}, "group_id": "INTEGER", "cell_id": "BIGINT"},
-    )
-    matches = {
-        f"plan_match{suffix}": sqltext.match(
-            q("p"), q(side), [q(c) for c in entry], null_safe=bool(linked)
-        )
-        for suffix, side in (("", "r"), ("_g", "g"))
-    }
-    ghost_rows = 0
-    if ghosts.count:
-        session.execute(render_sql(session, "ke_engine_ghost_members", **matches))
-        ghost_rows = int(
-            session.query("SELECT count(*) FROM _sqlanon_ghost_members WHERE group_id >= 0")[0][0]
-        )
-    if last is not None and not changes.any and ghosts.count == changes.ghosts_before:
-        newly = session.query(render_sql(session, "ke_engine_newly_published", **matches))[0][0]
-        if ghosts.count:
-            newly += session.query(
-                "SELECT count(*) FROM _sqlanon_ghost_read AS g JOIN _sqlanon_ghost_members AS m "
-                "ON m.record_key = g.record_key WHERE m.group_id >= 0 AND NOT g.published_before"
-            )[0][0]
-        if not newly:
-            return Applied(unchanged=True)
-    if not chosen.any() or ghost_rows == int(weight[chosen].sum()):
-        raise InfeasibleError(
-            f"no record of {src.label} can be published under k={k}, e={e:g} yet: "
-            f"{int(weight[prior.cell >= 0].sum())} were published by earlier releases of "
-            f"domain {scope.name!r} in cells that cannot meet it, and the others cannot form "
-            "a valid group; lower k or e, or release when more rows have arrived"
-        )
-    if progress is not None:
-        progress("groups built", int(plan.groups))
-
-    session.execute(
-        render_sql(
-            session,
-            "ke_engine_release_ghosts" if ghosts.count else "ke_engine_release",
-            release=relation(session, table),
-            quasi_a=", ".join(f"{q(alias[c])}" for c in quasi),
-            quasi_r=", ".join(f"{q('r')}.{q(alias[c])}" for c in quasi),
-            quasi_n=", ".join(f"{q('n')}.{q(alias[c])}" for c in quasi),
-            quasi_out=", ".join(f"{q('who')}.{q(alias[c])} AS {q(c)}" for c in quasi),
-            sensitive_a=q(alias[sensitive]),
-            sensitive=q(sensitive),
-            key_r=", ".join(f"{q('r')}.{q(c)}" for c in entry),
-            key_g=", ".join(f"{q('g')}.{q(c)}" for c in entry),
-            **matches,
-        ),
-        [shuffle_key()],
-    )
-    if progress is not None:
-        progress("rows written", int(weight[chosen].sum()) - ghost_rows)
-    bounds.write_bounds_counts(
-        session, src, sensitive, table, values[chosen], weight[chosen], group[chosen]
-    )
-    session.execute(render_sql(session, "ke_engine_members", **matches), [family, version])
-    if ghosts.count:
-        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
-    for attribute in scope.attributes:
-        session.execute(
-            render_sql(session, "ke_engine_keep", column=q(alias[attribute]), **matches),
-            [scope.name, attribute, attribute not in scope.before],
-        )
-    domains.write_cells(session, family, version, cells)
-    never = prior.cell < 0
-    return Applied(
-        unchanged=False,
-        plan=plan,
-        counts={
-            "rows_published": int(weight[chosen].sum()) - ghost_rows,
-            "held_back": int(weight[~chosen & never].sum()),
-            "suppressed": int(weight[~chosen & ~never].sum()),
-        },
-        published_optimum=ke_static.static_optimum(values[chosen], k, e),
-        changes=changes.as_metrics(),
-        ghosts=ghost_rows,
-        chain_held=chain_held,
+    return CountsRead(
+        prior=domains.read_cells(session, scope.last, counts["domain_cell"].astype(np.int64)),
+        values={sensitive: values, **{a: counts[alias[a]] for a in others if linked}},
+        weight=counts["records"].astype(np.float64),
+        chains=live.chains(session, scope.name, counts["chain_key"]) if linked else [],
+        changes=changes,
+        ghosts=ghosts,
+        counts=counts,
+        entry=entry,
+        alias=alias,
+        linked=linked,
     )
 
 
@@ -399,3 +209,96 @@ def _read_ghosts(
         )
     )
     session.execute("DROP TABLE _sqlanon_ghost_ids")
+
+
+def _matches(session: Session, read: CountsRead) -> dict[str, str]:
+    """The join of the plan to the read's rows (``plan_match``) and to the ghosts'
+    (``plan_match_g``): equal entry columns (NULL-safe with chains)."""
+    q = session.quote_ident
+    return {
+        f"plan_match{suffix}": sqltext.match(
+            q("p"), q(side), [q(c) for c in read.entry], null_safe=bool(read.linked)
+        )
+        for suffix, side in (("", "r"), ("_g", "g"))
+    }
+
+
+def _load_plan(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> Planned:
+    """The plan as ``_sqlanon_plan`` (per entry: its group, its cell after), and the
+    ghosts' places in it (``_sqlanon_ghost_members``)."""
+    types = {"domain_cell": "BIGINT", "s": "DOUBLE PRECISION", "chain_key": "VARCHAR"}
+    types.update(
+        {read.alias[a]: job.src.columns[a] for a in job.scope.attributes if a != job.sensitive}
+    )
+    session.load_temp(
+        "_sqlanon_plan",
+        {
+            **{c: read.counts[c] for c in read.entry},
+            "group_id": planned.group,
+            "cell_id": planned.cells.cell.astype(np.int64),
+        },
+        {**{c: types[c] for c in read.entry}, "group_id": "INTEGER", "cell_id": "BIGINT"},
+    )
+    if not read.ghosts.count:
+        return planned
+    session.execute(render_sql(session, "ke_engine_ghost_members", **_matches(session, read)))
+    shown = session.query("SELECT count(*) FROM _sqlanon_ghost_members WHERE group_id >= 0")
+    return replace(planned, ghost_rows=int(shown[0][0]))
+
+
+def _newly_published(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> bool:
+    newly = engine_path.newly_published(session, _matches(session, read))
+    if read.ghosts.count:
+        newly += session.query(
+            "SELECT count(*) FROM _sqlanon_ghost_read AS g JOIN _sqlanon_ghost_members AS m "
+            "ON m.record_key = g.record_key WHERE m.group_id >= 0 AND NOT g.published_before"
+        )[0][0]
+    return bool(newly)
+
+
+def _write_table(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> int:
+    """The release table: within each group, the record of rank i by ``SHA-256(secret ||
+    key)`` gets the group's i-th smallest value; rows in that hash's order."""
+    q, alias, quasi = session.quote_ident, read.alias, job.quasi
+    session.execute(
+        render_sql(
+            session,
+            "ke_engine_release_ghosts" if read.ghosts.count else "ke_engine_release",
+            release=relation(session, job.table),
+            quasi_a=", ".join(f"{q(alias[c])}" for c in quasi),
+            quasi_r=", ".join(f"{q('r')}.{q(alias[c])}" for c in quasi),
+            quasi_n=", ".join(f"{q('n')}.{q(alias[c])}" for c in quasi),
+            quasi_out=", ".join(f"{q('who')}.{q(alias[c])} AS {q(c)}" for c in quasi),
+            sensitive_a=q(alias[job.sensitive]),
+            sensitive=q(job.sensitive),
+            key_r=", ".join(f"{q('r')}.{q(c)}" for c in read.entry),
+            key_g=", ".join(f"{q('g')}.{q(c)}" for c in read.entry),
+            **_matches(session, read),
+        ),
+        [shuffle_key()],
+    )
+    return planned.counts()["rows_published"]
+
+
+def _write_state(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> None:
+    """The bounds table from the published entries' counts, then the members, kept
+    values and cells."""
+    chosen, values = planned.chosen, planned.values[job.sensitive]
+    assert planned.weight is not None
+    bounds.write_bounds_counts(
+        session, job.src, job.sensitive, job.table, values[chosen], planned.weight[chosen],
+        planned.group[chosen],
+    )  # fmt: skip
+    engine_path.write_state(
+        session, job, _matches(session, read), read.alias, planned.cells, read.ghosts.count > 0
+    )
+
+
+STEPS: Steps[KeJob, CountsRead] = Steps(
+    read=_read,
+    plan=plan_ke,
+    load_plan=_load_plan,
+    newly_published=_newly_published,
+    write_table=_write_table,
+    write_state=_write_state,
+)

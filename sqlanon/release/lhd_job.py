@@ -1,0 +1,83 @@
+"""An lHD release after its checks (:class:`LhdJob`), the catalog row it ends in, and
+what its two paths plan with alike: the quasi-identifiers a ghost plans with
+(:func:`stand_ins`), the quasi columns published NULL (:func:`published_nulls`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sqlanon.hierarchy import missing_mask
+from sqlanon.release.pipeline import Job, Written
+
+
+@dataclass(frozen=True)
+class LhdJob(Job):
+    """An lHD release of ``sensitive`` (each l-diverse). ``checked``: the attributes
+    earlier releases of the domain constrain that this one does not publish;
+    ``read_sql``: the source read (``lhd_read_source.sql``, rendered) both paths wrap."""
+
+    sensitive: list[str]
+    checked: list[str]
+    l: int  # noqa: E741
+    algorithm: str
+    max_suppression: float
+    read_sql: str
+
+    model: ClassVar[str] = "lhd"
+
+    def figures(self, written: Written) -> tuple[int, float | None, dict[str, Any]]:
+        planned = written.planned
+        assert planned is not None
+        plan = planned.plan
+        return (
+            int(plan.n_classes),
+            None,
+            {
+                "precision_loss": float(plan.precision_loss),
+                "dm": int(plan.dm),
+                "algorithm_used": plan.algorithm,
+                **written.changes,
+                "ghosts": planned.ghost_rows,
+                "chain_held_back": planned.chain_held,
+                # The rewriter reads '*' in these columns as possibly NULL.
+                **({"null_quasi": planned.null_quasi} if planned.null_quasi else {}),
+            },
+        )
+
+
+def published_nulls(quasi: dict[str, np.ndarray], published: np.ndarray) -> list[str]:
+    """The quasi columns (values per planner entry) with a missing value (NULL) among the
+    ``published`` entries: the rewriter must then read each of their ``*`` labels as
+    possibly NULL (a NULL joins other values only at the top of its hierarchy)."""
+    return [c for c, values in quasi.items() if missing_mask(values[published]).any()]
+
+
+def stand_ins(cell: np.ndarray, weight: np.ndarray, ghosts: int) -> np.ndarray:
+    """For each ghost (entries ``weight.size`` and after of ``cell``), the live entry
+    whose quasi-identifiers it plans with: the entry of a random live record of its cell
+    (entry i holds ``weight[i]`` records: a unit, or one row on the row path), else of one
+    random live record for every ghost of that cell. A ghost has no QI of its own; the
+    release shows it with its class's labels only."""
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    units = weight.size
+    live_cell, ghost_cell = cell[:units], cell[units : units + ghosts]
+    order = np.lexsort((np.arange(units), live_cell))
+    ordered, cum = live_cell[order], np.cumsum(weight[order])
+    start = np.searchsorted(ordered, ghost_cell, "left")
+    stop = np.searchsorted(ordered, ghost_cell, "right")
+    before = np.where(start > 0, cum[np.maximum(start - 1, 0)], 0)
+    span = np.where(stop > start, cum[np.maximum(stop - 1, 0)] - before, 0)
+    pick = before + np.floor(rng.random(ghosts) * np.maximum(span, 1)).astype(np.int64)
+    at = order[np.minimum(np.searchsorted(cum, pick, "right"), units - 1)]
+    orphan = span == 0
+    if orphan.any():
+        ids, inverse = np.unique(ghost_cell[orphan], return_inverse=True)
+        anyone = np.searchsorted(
+            np.cumsum(weight), rng.integers(0, weight.sum(), ids.size), "right"
+        )
+        at[orphan] = anyone[inverse.reshape(-1)]
+    return np.asarray(at, dtype=np.int64)
