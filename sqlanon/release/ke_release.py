@@ -73,8 +73,9 @@ def release_ke(
         )
     with session.transaction():
         session.lock_family(family)
-        job = _job(session, source, family, key, sensitive, quasi, k, e, policy, progress,
-                   domain_name)  # fmt: skip
+        job = _job(
+            session, source, family, key, sensitive, quasi, k, e, policy, progress, domain_name
+        )
         return pipeline.release(session, job, ke_engine.release_ke, ke_rows.STEPS)
 
 

@@ -95,8 +95,10 @@ def release_lhd(
     domain_name = domains.check_domain(domain_name)
     with session.transaction():
         session.lock_family(family)
-        job = _job(session, source, family, key, quasi, sensitive, int(l), algorithm,
-                   float(max_suppression), progress, domain_name)  # fmt: skip
+        job = _job(
+            session, source, family, key, quasi, sensitive, int(l), algorithm,
+            float(max_suppression), progress, domain_name,
+        )  # fmt: skip
         return pipeline.release(session, job, lhd_engine.release, lhd_rows.STEPS)
 
 
