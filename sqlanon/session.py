@@ -1,8 +1,10 @@
 """The one interface the release machinery uses to talk to a database.
 
-``sqlanon.release``, ``catalog.py`` and ``audit_db.py`` see a database only through a
-:class:`Session`, so DuckDB (Python UDFs) and PostgreSQL (psycopg on the client,
-PL/Python in the server) share every line of model and release logic.
+``sqlanon.release``, ``sqlanon.state`` and ``sqlanon.intervals`` see a database only
+through a :class:`Session`, so DuckDB (Python UDFs), PostgreSQL (psycopg on the client,
+PL/Python in the server) and Spark share every line of model and release logic; each
+engine's folder (``sqlanon/duckdb``, ``sqlanon/postgres``, ``sqlanon/spark``) holds its
+implementation, in its ``session.py``.
 """
 
 from __future__ import annotations
