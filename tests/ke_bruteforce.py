@@ -61,12 +61,15 @@ def release_options(
 ) -> Iterator[tuple[int, float]]:
     """(held back, sum of errors) of every safe release that keeps old cells whole.
 
-    Each old cell goes whole into one group; each new value joins a group or is held back;
-    the new values of a group must be (k,e)-valid among themselves (they form one new
-    cell). With ``one_atom`` (the ``defer`` policy), no group holds cells of two atoms, a
-    new value inside an atom's interval may only join that atom's group, and the value
-    ranges of the groups do not overlap (they may touch).
+    Each old cell goes whole into one group; each new value, with every new record of that
+    value, joins a group or is held back (the engine path plans a value's new records as
+    one entry, so they share their fate); the new values of a group must be (k,e)-valid
+    among themselves (they form one new cell). With ``one_atom`` (the ``defer`` policy),
+    no group holds cells of two atoms, a new value inside an atom's interval may only join
+    that atom's group, and the value ranges of the groups do not overlap (they may touch).
     """
+    copies = {x: list(new).count(x) for x in new}
+    new = sorted(copies)
     atom = atoms(cells)
     span: dict[int, tuple[float, float]] = {}
     for c, label in enumerate(atom):
@@ -87,7 +90,7 @@ def release_options(
                 if old_cells:
                     ok = False
                     break
-                held = len(fresh)
+                held = sum(copies[x] for x in fresh)
                 continue
             if fresh and not valid(fresh, k, e):
                 ok = False

@@ -27,8 +27,11 @@ class Elements:
     An atom is a maximal set of old cells whose value intervals overlap or touch; any group
     holding one of them can take the others at no extra cost, so they always go together.
     A new value inside an atom's interval belongs to that atom; every other new value is an
-    element of its own. Elements are disjoint intervals, so the new values of consecutive
-    elements are consecutive in sorted order.
+    element of its own, with every new record of that value: records of one new value
+    share their fate (one group, or held back together), whether the planner sees them
+    one by one or as one entry with their count (the engine path), so both plan alike.
+    Elements are disjoint intervals, so the new values of consecutive elements are
+    consecutive in sorted order.
     """
 
     left: np.ndarray  # float, per element
@@ -71,14 +74,16 @@ class Elements:
         inside = (atom >= 0) & (x <= atom_right[np.maximum(atom, 0)])
         free = np.flatnonzero(~inside)
 
-        keys = np.concatenate([atom_left, x[free]])
+        # A free value never equals an atom's left end (it would be inside the atom).
+        free_values = np.unique(x[free])
+        keys = np.concatenate([atom_left, free_values])
         order = np.argsort(keys, kind="stable")
         element_of = np.empty(len(keys), dtype=np.int64)
         element_of[order] = np.arange(len(keys))
         atom_element = element_of[:atoms]
         element_of_new = np.empty(len(x), dtype=np.int64)
         element_of_new[inside] = atom_element[atom[inside]]
-        element_of_new[free] = element_of[atoms:]
+        element_of_new[free] = element_of[atoms + np.searchsorted(free_values, x[free])]
 
         m = len(keys)
         is_atom = np.zeros(m, dtype=bool)
@@ -92,7 +97,8 @@ class Elements:
         np.add.at(new_weight, element_of_new, weight[new_records])
 
         # Run j..t has new values x[new_start[j] : new_start[t] + new_count[t]]; it is valid
-        # iff its first new value is at or before the last valid start for its last one.
+        # iff its first new value is at or before the last valid start for its last one
+        # (a run starting at the element holding that start has more values: still valid).
         last_valid_start = np.full(m, -1, dtype=np.int64)
         last_new = new_start + new_count - 1
         if len(x):
