@@ -73,12 +73,21 @@ class Cells:
 
     def __post_init__(self) -> None:
         cell = np.asarray(self.cell, dtype=np.int64)
-        count = int(cell.max()) + 1 if cell.size else 0
-        shape = (count, len(self.attributes))
-        distinct = np.asarray(self.distinct, dtype=np.int64).reshape(shape)
-        spread = np.asarray(self.spread, dtype=np.float64).reshape(shape)
         if cell.ndim != 1 or (cell.size and cell.min() < -1):
             raise ConfigError("cell must be a 1-d array of ids >= -1 (-1 = never published)")
+        distinct = np.asarray(self.distinct, dtype=np.int64)
+        spread = np.asarray(self.spread, dtype=np.float64)
+        # One row of requirements per cell id: given as rows, they keep every cell, also
+        # one no record here belongs to (select() of records that miss the highest ids).
+        if distinct.ndim == 2:
+            count = distinct.shape[0]
+        else:
+            count = int(cell.max()) + 1 if cell.size else 0
+        shape = (count, len(self.attributes))
+        distinct = distinct.reshape(shape)
+        spread = spread.reshape(shape)
+        if cell.size and cell.max() >= count:
+            raise ConfigError(f"cell ids go up to {int(cell.max())}; requirements cover {count}")
         object.__setattr__(self, "cell", cell)
         object.__setattr__(self, "distinct", distinct)
         object.__setattr__(self, "spread", spread)
