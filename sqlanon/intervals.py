@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from sqlanon import sqltext
 from sqlanon.rewriter import catalog_from_rows
 from sqlanon.rewriter import rewrite as rewrite_sql
 from sqlanon.rewriter.limits import QueryLimits
@@ -28,25 +29,7 @@ def release_catalog(session: Session) -> dict[str, Any]:
 def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
     """``(family, version, table_name, model, parameters JSON, metrics JSON)`` of every
     release, by family and version (the rewriter reads ``ghosts`` from the metrics)."""
-    if session.dialect == "postgres":
-        # Analysts may not read sqlanon.releases: a SECURITY DEFINER function shows them
-        # only the names and columns of each release, its number of ghost rows and the
-        # quasi columns it published NULLs of.
-        sql = (
-            "SELECT family, version, table_name, model, CAST(jsonb_build_object("
-            "'quasi', quasi, 'sensitive', sensitive, 'schema', schema_name, "
-            "'bounds_schema', 'sqlanon_bounds') AS text) "
-            "AS parameters, "
-            "CAST(jsonb_build_object('ghosts', ghosts, 'null_quasi', null_quasi) AS text)"
-            " AS metrics "
-            "FROM sqlanon.release_catalog()"
-        )
-    else:
-        text = "STRING" if session.dialect == "spark" else "VARCHAR"  # Spark: no VARCHAR
-        sql = (
-            f"SELECT family, version, table_name, model, CAST(parameters AS {text}), "  # noqa: S608
-            f"CAST(metrics AS {text}) FROM sqlanon.releases"
-        )
+    sql = sqltext.load(session.dialect, "release_rows")
     # sorted here (by family, version): cheaper than ORDER BY, and a stable cache key
     return tuple(sorted(tuple(r) for r in session.query(sql)))
 
