@@ -10,13 +10,51 @@ from typing import Any
 from sqlanon import intervals, rewriter
 from sqlanon.duckdb import register as duckdb_register
 from sqlanon.duckdb.session import DuckDBSession
-from sqlanon.errors import ConfigError
+from sqlanon.errors import ConfigError, as_reported
 from sqlanon.postgres.session import PsycopgSession
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
 from sqlanon.state import audit_reads, catalog, deletions, hierarchies
+
+
+class _CallbackFailed(Exception):
+    """What the caller's own ``progress`` callback raised, carried out of the verb as it
+    is: it is not a bug of sqlanon's."""
+
+    def __init__(self, raised: Exception) -> None:
+        super().__init__(raised)
+        self.raised = raised
+
+
+def _callers(progress: Callable[[str, int], None] | None) -> Callable[[str, int], None] | None:
+    if progress is None:
+        return None
+
+    def call(stage: str, count: int) -> None:
+        try:
+            progress(stage, count)
+        except Exception as exc:
+            raise _CallbackFailed(exc) from exc
+
+    return call
+
+
+@contextmanager
+def _reported(verb: str) -> Iterator[None]:
+    """Run verb ``verb``: a bug inside it reaches the caller as an
+    :class:`~sqlanon.errors.InternalError` that says to report it (the verb's
+    transaction has rolled back: nothing was written)."""
+    try:
+        yield
+    except _CallbackFailed as exc:
+        raise exc.raised from None
+    except Exception as exc:
+        reported = as_reported(exc, f"sqlanon.{verb}")
+        if reported is exc:
+            raise
+        raise reported from exc
 
 
 def install(con: Any) -> list[str]:
@@ -82,7 +120,7 @@ def release_ke(
     :func:`sqlanon.release.ke_release.release_ke`
     (``progress(stage, count)`` is called as rows are read, grouped and written;
     ``domain`` names the people behind the source, README "Domains")."""
-    with session_for(con) as session:
+    with _reported("release_ke"), session_for(con) as session:
         _require_writable(session, "release_ke")
         return ke_release.release_ke(
             session,
@@ -94,7 +132,7 @@ def release_ke(
             k=k,
             e=e,
             policy=policy,
-            progress=progress,
+            progress=_callers(progress),
             domain_name=domain,
         )
 
@@ -115,7 +153,7 @@ def release_lhd(
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
     :func:`sqlanon.release.lhd_release.release_lhd` (``progress`` as for :func:`release_ke`)."""
-    with session_for(con) as session:
+    with _reported("release_lhd"), session_for(con) as session:
         _require_writable(session, "release_lhd")
         return lhd_release.release_lhd(
             session,
@@ -127,7 +165,7 @@ def release_lhd(
             l=l,
             algorithm=algorithm,
             max_suppression=max_suppression,
-            progress=progress,
+            progress=_callers(progress),
             domain_name=domain,
         )
 
@@ -139,7 +177,7 @@ def erase(con: Any, source: str) -> dict[str, Any]:
     schema ``sqlanon``; the next release publishes the ghost), a gone record no release
     published is forgotten. Returns ``{"source", "domain", "deleted", "ghosts",
     "forgotten"}``; see :func:`sqlanon.state.deletions.erase` for what is refused."""
-    with session_for(con) as session:
+    with _reported("erase"), session_for(con) as session:
         _require_writable(session, "erase")
         return deletions.erase(session, source)
 
@@ -147,7 +185,7 @@ def erase(con: Any, source: str) -> dict[str, Any]:
 def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[str, Any]:
     """Store the ARX hierarchy CSVs ``<dataset>_hierarchy_<attr>.csv`` of ``folder``
     (none: the ones bundled with sqlanon, for ``dataset`` ``adult``)."""
-    with session_for(con) as session:
+    with _reported("load_hierarchies"), session_for(con) as session:
         _require_writable(session, "load_hierarchies")
         return hierarchies.load_hierarchies(session, dataset, folder)
 
@@ -156,7 +194,7 @@ def hierarchy_widths(
     con: Any, dataset: str, attribute: str, widths: Sequence[float]
 ) -> dict[str, Any]:
     """Store a numeric interval hierarchy (widths, e.g. ``[5, 10, 20]``) for a column."""
-    with session_for(con) as session:
+    with _reported("hierarchy_widths"), session_for(con) as session:
         _require_writable(session, "hierarchy_widths")
         return hierarchies.hierarchy_widths(session, dataset, attribute, widths)
 
@@ -165,7 +203,7 @@ def audit(con: Any, family: str, records: bool = False) -> list[dict[str, Any]]:
     """Replay the attacker of ``family``'s domain (every release of the people behind
     its source, every family, both models); one dict per release of the domain, in
     order (``sqlanon.audit``). ``records``: also the exposed keys (owner only)."""
-    with session_for(con) as session:
+    with _reported("audit"), session_for(con) as session:
         return audit_reads.audit_family(session, family, records=records)
 
 
@@ -177,7 +215,7 @@ def set_limit(con: Any, name: str, value: int | None) -> dict[str, int]:
 
     >>> sqlanon.set_limit(con, "max_query_tokens", 20_000)  # doctest: +SKIP
     """
-    with session_for(con) as session:
+    with _reported("set_limit"), session_for(con) as session:
         _require_writable(session, "set_limit")
         return dataclasses.asdict(catalog.set_limit(session, name, value))
 
@@ -188,14 +226,15 @@ def rewrite(sql: str, catalog: Any, dialect: str = "duckdb") -> str:
     ``catalog`` is either a mapping built with :func:`sqlanon.rewriter.catalog_from_rows`
     or a connection whose ``sqlanon.releases`` is read; ``dialect`` is any sqlglot dialect.
     """
-    if not isinstance(catalog, Mapping):
+    with _reported("rewrite"):
+        if isinstance(catalog, Mapping):
+            return rewriter.rewrite(sql, catalog, dialect)
         with session_for(catalog) as session:
             return intervals.session_rewrite(session, sql, dialect)
-    return rewriter.rewrite(sql, catalog, dialect)
 
 
 def interval(con: Any, sql: str) -> list[dict[str, Any]]:
     """Run an analyst's aggregate query as interval SQL; one dict per output row with
     ``<name>_low``, ``<name>_high`` and ``<name>_est`` per aggregate."""
-    with session_for(con) as session:
+    with _reported("interval"), session_for(con) as session:
         return session.query_dicts(intervals.session_rewrite(session, sql))

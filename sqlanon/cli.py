@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +23,7 @@ from sqlanon.api import audit, erase, interval, load_hierarchies, release_ke, re
 from sqlanon.demo import run_demo
 from sqlanon.display import print_table
 from sqlanon.duckdb.register import install as install_duckdb
-from sqlanon.errors import ConfigError, SqlanonError
+from sqlanon.errors import ConfigError, InternalError, SqlanonError, is_database_error
 from sqlanon.postgres.extension import place_extension
 from sqlanon.postgres.install import install_postgres, install_python_dir
 from sqlanon.report.page import write_report
@@ -376,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except SqlanonError as exc:
         print(f"sqlanon: {_first_line(exc)}", file=sys.stderr)
+        if isinstance(exc, InternalError) and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__, file=sys.stderr)  # for the report
         return 2
     except BrokenPipeError:
         # The reader went away (`| head -1`): stop quietly, like other Unix tools. Point
@@ -384,24 +387,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except Exception as exc:
-        if not _is_database_error(exc):
+        if not is_database_error(exc):
             raise
         print(f"sqlanon: {type(exc).__name__}: {_first_line(exc)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _is_database_error(exc: Exception) -> bool:
-    """An error of DuckDB, psycopg or Spark (only if loaded: never imported for this)."""
-    bases = [
-        getattr(sys.modules.get(module), name, None)
-        for module, name in (
-            ("duckdb", "Error"),
-            ("psycopg", "Error"),
-            ("pyspark.errors", "PySparkException"),
-        )
-    ]
-    return any(isinstance(base, type) and isinstance(exc, base) for base in bases)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ Messages say what was wrong and what to do, e.g.
 from __future__ import annotations
 
 import re
+import sys
+import traceback
+from pathlib import Path
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -90,3 +93,48 @@ class UndefinedColumnError(ConfigError):
 
 class AmbiguousNameError(ConfigError):
     """An unquoted name matches several tables or columns differing only in case."""
+
+
+class InternalError(SqlanonError):
+    """A bug in sqlanon, not in the caller's input. Its message names the exception's type
+    and the innermost sqlanon line it came from, never its text (which may quote data);
+    the exception itself is chained (``raise ... from``) for the report."""
+
+
+def internal_message(exc: BaseException, where: str, traceback_at: str) -> str:
+    """What a caller sees of a bug ``exc`` in ``where`` (e.g. ``sqlanon.release_lhd``)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "sqlanon" in f.filename]
+    place = ""
+    if frames:
+        path = Path(frames[-1].filename)
+        parts = path.parts[path.parts.index("sqlanon") :] if "sqlanon" in path.parts else path.parts
+        place = f" at {'/'.join(parts)}:{frames[-1].lineno}"
+    return (
+        f"internal error in {where}: {type(exc).__name__}{place}; this is a bug in sqlanon, "
+        f"please report it ({traceback_at} has the traceback)"
+    )
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """An error of DuckDB, psycopg or Spark (only if loaded: never imported for this): the
+    database's own message, not a bug of sqlanon's."""
+    bases = [
+        getattr(sys.modules.get(module), name, None)
+        for module, name in (
+            ("duckdb", "Error"),
+            ("psycopg", "Error"),
+            ("pyspark.errors", "PySparkException"),
+        )
+    ]
+    return any(isinstance(base, type) and isinstance(exc, base) for base in bases)
+
+
+def as_reported(exc: Exception, where: str) -> Exception:
+    """``exc`` as a caller should see it: a sqlanon or database error as it is, anything
+    else (a bug) as an :class:`InternalError` naming ``where``. Whatever failed inside a
+    release's transaction rolled it back: nothing was written."""
+    if isinstance(exc, SqlanonError) or is_database_error(exc):
+        return exc
+    error = InternalError(internal_message(exc, where, "the exception it was raised from"))
+    error.__cause__ = exc
+    return error

@@ -20,7 +20,7 @@ from duckdb.sqltypes import BIGINT, BOOLEAN, DOUBLE, VARCHAR
 
 from sqlanon import intervals, sqltext
 from sqlanon.duckdb.session import DuckDBSession
-from sqlanon.errors import ConfigError
+from sqlanon.errors import ConfigError, as_reported
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.state import catalog, deletions, hierarchies, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
@@ -34,6 +34,24 @@ def _summary(fn: Any) -> Any:
     @functools.wraps(fn)
     def call(*args: Any) -> str:
         return json.dumps(fn(*args), default=float)
+
+    return call
+
+
+def _reporting(name: str, fn: Any) -> Any:
+    """Wrap a UDF body so that a bug inside it reaches SQL as an
+    :class:`~sqlanon.errors.InternalError` that says to report it (its release's
+    transaction has rolled back). ``functools.wraps`` keeps the signature."""
+
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            reported = as_reported(exc, name)
+            if reported is exc:
+                raise
+            raise reported from exc
 
     return call
 
@@ -233,7 +251,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         body = functools.partial(udf.body, owner)
         con.create_function(
             numbered,
-            _summary(body) if udf.summary else body,
+            _reporting(udf.name.lstrip("_"), _summary(body) if udf.summary else body),
             udf.params,
             udf.returns,
             null_handling=FunctionNullHandling.SPECIAL,

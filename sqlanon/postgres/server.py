@@ -8,12 +8,11 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from sqlanon.errors import ConfigError, SqlanonError, one_line
+from sqlanon.errors import ConfigError, SqlanonError, internal_message, one_line
 from sqlanon.intervals import session_rewrite
 from sqlanon.postgres.session import PlpySession, serialization_error
 from sqlanon.release import ke_release
@@ -59,23 +58,6 @@ def sqlstate_of(exc: BaseException) -> str:
     return INTERNAL_ERROR
 
 
-def internal_message(exc: BaseException, where: str) -> str:
-    """What a client sees of a bug: the exception's type and the innermost sqlanon line
-    it came from, never its text (which may quote data)."""
-    import traceback
-
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "sqlanon" in f.filename]
-    place = ""
-    if frames:
-        path = Path(frames[-1].filename)
-        parts = path.parts[path.parts.index("sqlanon") :] if "sqlanon" in path.parts else path.parts
-        place = f" at {'/'.join(parts)}:{frames[-1].lineno}"
-    return (
-        f"internal error in {where}: {type(exc).__name__}{place}; this is a bug in sqlanon, "
-        "please report it (the server log has the traceback)"
-    )
-
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -100,7 +82,8 @@ def _reported(entry: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate
             import traceback
 
             plpy.log("".join(traceback.format_exception(exc)))
-            plpy.error(internal_message(exc, f"sqlanon.{entry.__name__}"), sqlstate=INTERNAL_ERROR)
+            where = f"sqlanon.{entry.__name__}"
+            plpy.error(internal_message(exc, where, "the server log"), sqlstate=INTERNAL_ERROR)
         raise AssertionError("plpy.error returned")  # pragma: no cover
 
     functools.update_wrapper(run, entry)
