@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlanon import intervals, rewriter
+from sqlanon import errors, intervals, rewriter
 from sqlanon.duckdb import register as duckdb_register
 from sqlanon.duckdb.session import DuckDBSession
-from sqlanon.errors import ConfigError, as_reported
+from sqlanon.errors import ConfigError
 from sqlanon.postgres.session import PsycopgSession
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.session import Session
@@ -47,14 +47,10 @@ def _reported(verb: str) -> Iterator[None]:
     :class:`~sqlanon.errors.InternalError` that says to report it (the verb's
     transaction has rolled back: nothing was written)."""
     try:
-        yield
+        with errors.reported(f"sqlanon.{verb}", passing=(_CallbackFailed,)):
+            yield
     except _CallbackFailed as exc:
         raise exc.raised from None
-    except Exception as exc:
-        reported = as_reported(exc, f"sqlanon.{verb}")
-        if reported is exc:
-            raise
-        raise reported from exc
 
 
 def install(con: Any) -> list[str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -129,12 +131,16 @@ def is_database_error(exc: BaseException) -> bool:
     return any(isinstance(base, type) and isinstance(exc, base) for base in bases)
 
 
-def as_reported(exc: Exception, where: str) -> Exception:
-    """``exc`` as a caller should see it: a sqlanon or database error as it is, anything
-    else (a bug) as an :class:`InternalError` naming ``where``. Whatever failed inside a
-    release's transaction rolled it back: nothing was written."""
-    if isinstance(exc, SqlanonError) or is_database_error(exc):
-        return exc
-    error = InternalError(internal_message(exc, where, "the exception it was raised from"))
-    error.__cause__ = exc
-    return error
+@contextmanager
+def reported(where: str, passing: tuple[type[Exception], ...] = ()) -> Iterator[None]:
+    """Run ``where`` (e.g. ``sqlanon.release_lhd``): a sqlanon or database error (or one
+    of ``passing``) leaves it as it is, anything else (a bug) as an
+    :class:`InternalError` raised from it. Whatever failed inside a release's transaction
+    rolled it back: nothing was written."""
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, (SqlanonError, *passing)) or is_database_error(exc):
+            raise
+        message = internal_message(exc, where, "the exception it was raised from")
+        raise InternalError(message) from exc

@@ -20,7 +20,7 @@ from duckdb.sqltypes import BIGINT, BOOLEAN, DOUBLE, VARCHAR
 
 from sqlanon import intervals, sqltext
 from sqlanon.duckdb.session import DuckDBSession
-from sqlanon.errors import ConfigError, as_reported
+from sqlanon.errors import ConfigError, reported
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.state import catalog, deletions, hierarchies, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
@@ -45,13 +45,8 @@ def _reporting(name: str, fn: Any) -> Any:
 
     @functools.wraps(fn)
     def call(*args: Any) -> Any:
-        try:
+        with reported(name):
             return fn(*args)
-        except Exception as exc:
-            reported = as_reported(exc, name)
-            if reported is exc:
-                raise
-            raise reported from exc
 
     return call
 
