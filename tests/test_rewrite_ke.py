@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import duckdb
+import numpy as np
 import pytest
 import sqlglot
 from hypothesis import HealthCheck, given, settings
@@ -377,3 +378,45 @@ def test_family_view_and_versioned_name_give_the_same_sql() -> None:
         "SELECT SUM(s) FROM fam_v1", catalog
     )
     assert '"fam_v1"' in rewrite("SELECT SUM(s) FROM fam", catalog)
+
+
+def _closed_form(values: list[int], m: int, satisfies: Any) -> dict[str, Any]:
+    """The derivation's bounds for one cell of m of a group's records, spelled out."""
+    sat = sorted(v for v in values if satisfies(v))
+    lo, hi = max(0, m + len(sat) - len(values)), min(m, len(sat))
+    optional = sat[lo:hi]
+    return {
+        "c_low": lo,
+        "c_high": hi,
+        "sm_low": sum(sat[:lo]) + sum(v for v in optional if v < 0),
+        "sm_high": sum(sat[len(sat) - lo :])
+        + sum(v for v in sat[len(sat) - hi : len(sat) - lo] if v > 0),
+        "mn_low": sat[0] if hi else None,
+        "mx_high": sat[-1] if hi else None,
+    }
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.integers(-3, 6), min_size=70, max_size=300),
+    st.integers(0, 2**32 - 1),
+    st.integers(-2, 5),
+)
+def test_condition_on_s_over_runs_spanning_blocks(values: list[int], seed: int, cut: int) -> None:
+    """Groups of hundreds of records with few distinct values: the bounds table's runs
+    span several blocks of ranks, and a condition on S is answered from those runs."""
+    rng = np.random.default_rng(seed)
+    chosen = rng.random(len(values)) < 0.6
+    rows = [{"a": int(c), "b": "x", "s": v} for c, v in zip(chosen, values, strict=True)]
+    con, info = build(rows, [0] * len(rows))
+    out = answer(
+        con,
+        f"SELECT COUNT(*) AS c, SUM(s) AS sm, MIN(s) AS mn, MAX(s) AS mx FROM fam "  # noqa: S608
+        f"WHERE a = 1 AND s > {cut}",
+        catalog_of(info),
+    )
+    expected = _closed_form(values, int(chosen.sum()), lambda v: v > cut)
+    if expected["c_high"] == 0:
+        assert out[0]["sm_low"] is None and out[0]["c_high"] == 0
+        return
+    assert {name: out[0][name] for name in expected} == expected

@@ -106,12 +106,12 @@ def build(query: Query) -> exp.Select:
     """The interval query for a checked (k,e) query."""
     plan = plan_cells(query)
     qi_pred, s_pred = split_predicate(query.where, plan.sensitive)
-    ctes: list[tuple[str, exp.Query]] = [("sel", select_cells(plan, qi_pred))]
     if s_pred is None:
+        ctes: list[tuple[str, exp.Query]] = [("sel", select_cells(plan, qi_pred))]
         ctes += _exact_cells(plan)
         columns = _exact_columns(plan)
     else:
-        ctes += predicate_cells(plan, s_pred)
+        ctes = predicate_cells(plan, select_cells(plan, qi_pred), s_pred)
         columns = predicate_columns(plan)
     source = ctes[-1][0]
     final = exp.select(*_output(plan, columns)).from_(

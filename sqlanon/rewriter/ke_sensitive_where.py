@@ -3,11 +3,22 @@
 With a predicate on S, c of a release group's n values satisfy it, and a cell of m of
 the group's records holds j of them, lo = max(0, m+c-n) <= j <= hi = min(m, c); the
 bounds come from per-group ranks of the satisfying values (the derivation:
-:mod:`sqlanon.rewriter.ke_intervals`). The CTEs, in order: ``grp`` (n, c and the sum of
-the satisfying values per release group), ``cell`` (lo, hi and the estimate's rank per
-cell), and when an aggregate reads S, ``sat`` (the satisfying values ranked both ways),
-``cellv`` (per cell the sums and extremes the ranks allow) and, for AVG, the running
-ratios of :func:`_avg_candidates`.
+:mod:`sqlanon.rewriter.ke_intervals`).
+
+Everything about the satisfying values is read from the bounds table
+(:mod:`sqlanon.models.ke_bounds`), never from the release: its ascending rows are the
+group's sorted values as runs of equal values, so the condition is tested once per run
+(every value of a run satisfies it or none does) and a run of ``len`` satisfying values
+holds the satisfying ranks ``s1..s2`` (a running sum of lengths). Per cell, every
+measure is a sum over runs of the value times the run's overlap with a rank range, or
+the value of the run holding one rank. The bounds table is a few runs per group where
+the release is thousands of rows per group, so a condition on S costs a scan of it and
+a join of cells to runs, not a sort of the release.
+
+The CTEs, in order: ``grp`` (n, c and the sum of the satisfying values per release
+group), ``cell`` (lo, hi and the estimate's rank per cell), and when an aggregate reads
+S, ``sat`` (the satisfying runs with their ranks), ``cellv`` (per cell the sums and
+extremes the ranks allow) and, for AVG, the running ratios of :func:`_avg_candidates`.
 """
 
 from __future__ import annotations
@@ -16,26 +27,52 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
+from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.ke_cells import CellPlan
 from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
-from sqlanon.rewriter.sqlbuild import qualified as _qualified
 
-#: Per cell, the sums and extremes of the satisfying values its ranks allow (``x``: the
-#: ``sat`` row of one satisfying value, ``c``: the cell).
+# Per cell ``c`` and satisfying run ``x`` (ascending satisfying ranks x.s1..x.s2, of c.c
+# in its group): the run's descending ranks, and how many of its values fall in the
+# ranks a cell must hold (1..lo) or may hold (lo+1..hi), counted in either direction.
+_D1 = "(c.c - x.s2 + 1)"
+_D2 = "(c.c - x.s1 + 1)"
+
+
+def _overlap(a1: str, a2: str, b1: str, b2: str) -> str:
+    return f"GREATEST(0, LEAST({a2}, {b2}) - GREATEST({a1}, {b1}) + 1)"
+
+
+def _holds(rank: str, first: str, last: str) -> str:
+    return f"{first} <= {rank} AND {rank} <= {last}"
+
+
+_UP_FORCED = _overlap("x.s1", "x.s2", "1", "c.lo")
+_UP_OPTIONAL = _overlap("x.s1", "x.s2", "c.lo + 1", "c.hi")
+_DOWN_FORCED = _overlap(_D1, _D2, "1", "c.lo")
+_DOWN_OPTIONAL = _overlap(_D1, _D2, "c.lo + 1", "c.hi")
+
+#: Per cell, the sums and extremes of the satisfying values its ranks allow: the sum of
+#: the lo smallest plus the negative values among ranks lo+1..hi (and symmetric), the
+#: value at ascending/descending rank 1, lo and the estimate's rank ``er``.
 _MEASURES = {
-    "sum_lo": "SUM(CASE WHEN x.r_up <= c.lo THEN x.v "
-    "WHEN x.r_up <= c.hi AND x.v < 0 THEN x.v ELSE 0 END)",
-    "sum_hi": "SUM(CASE WHEN x.r_down <= c.lo THEN x.v "
-    "WHEN x.r_down <= c.hi AND x.v > 0 THEN x.v ELSE 0 END)",
-    "min_any": "MIN(CASE WHEN x.r_up = 1 AND c.hi >= 1 THEN x.v END)",
-    "min_forced": "MIN(CASE WHEN x.r_down = c.lo THEN x.v END)",
-    "max_any": "MAX(CASE WHEN x.r_down = 1 AND c.hi >= 1 THEN x.v END)",
-    "max_forced": "MAX(CASE WHEN x.r_up = c.lo THEN x.v END)",
-    "min_est": "MIN(CASE WHEN x.r_up = c.er AND c.hi >= 1 THEN x.v END)",
-    "max_est": "MAX(CASE WHEN x.r_down = c.er AND c.hi >= 1 THEN x.v END)",
+    "sum_lo": f"SUM(x.v * {_UP_FORCED} + CASE WHEN x.v < 0 THEN x.v * {_UP_OPTIONAL} ELSE 0 END)",
+    "sum_hi": f"SUM(x.v * {_DOWN_FORCED} + CASE WHEN x.v > 0 THEN x.v * {_DOWN_OPTIONAL} "
+    "ELSE 0 END)",
+    "min_any": "MIN(CASE WHEN x.s1 = 1 AND c.hi >= 1 THEN x.v END)",
+    "min_forced": f"MIN(CASE WHEN {_holds('c.lo', _D1, _D2)} THEN x.v END)",
+    "max_any": "MAX(CASE WHEN x.s2 = c.c AND c.hi >= 1 THEN x.v END)",
+    "max_forced": f"MAX(CASE WHEN {_holds('c.lo', 'x.s1', 'x.s2')} THEN x.v END)",
+    "min_est": f"MIN(CASE WHEN {_holds('c.er', 'x.s1', 'x.s2')} AND c.hi >= 1 THEN x.v END)",
+    "max_est": f"MAX(CASE WHEN {_holds('c.er', _D1, _D2)} AND c.hi >= 1 THEN x.v END)",
 }
+
+#: The runs a cell's measures read: those holding a rank up to hi, or rank er.
+_NEEDED = (
+    f"x.gid = c.gid AND (x.s1 <= c.hi OR {_D1} <= c.hi "
+    f"OR {_holds('c.er', 'x.s1', 'x.s2')} OR {_holds('c.er', _D1, _D2)})"
+)
 
 
 def _window(
@@ -71,11 +108,21 @@ def _suffix(m: str) -> str:
     return "" if m == "m" else m[1:]
 
 
-def predicate_cells(plan: CellPlan, s_pred: exp.Expr) -> list[tuple[str, exp.Query]]:
-    """The CTEs after ``sel`` for the condition ``s_pred`` on S."""
-    matches = _qualified(s_pred, "t")
+def predicate_cells(
+    plan: CellPlan, sel: exp.Select, s_pred: exp.Expr
+) -> list[tuple[str, exp.Query]]:
+    """The CTEs of the condition ``s_pred`` on S, given the cells ``sel``.
+
+    A cell of a group none of whose values satisfies the condition holds no matching
+    record (lo = hi = 0) and adds 0 to every bound and estimate: ``sel`` keeps only the
+    groups with a satisfying value, so a selective condition reads few records.
+    """
+    matches = _on_runs(s_pred, plan.sensitive)
+    key = _col("t", plan.query.release.key_column)
+    hit = exp.select("g.gid").from_(exp.alias_(_cte("grp"), "g", table=True)).where("g.c > 0")
     ctes: list[tuple[str, exp.Query]] = [
         ("grp", _group_matches(plan, matches)),
+        ("sel", sel.where(exp.In(this=key, query=exp.Subquery(this=hit)), copy=False)),
         ("cell", _cell_ranges(plan)),
     ]
     if not plan.needs_values:
@@ -87,35 +134,48 @@ def predicate_cells(plan: CellPlan, s_pred: exp.Expr) -> list[tuple[str, exp.Que
     return ctes
 
 
-def _group_matches(plan: CellPlan, matches: exp.Expr) -> exp.Select:
-    """Per release group: n records, c satisfying S's condition, ssum the sum of their
-    values (0 when none)."""
-    key = plan.query.release.key_column
+def _on_runs(s_pred: exp.Expr, sensitive: str) -> exp.Expr:
+    """``s_pred`` (a condition on S alone) tested on the bounds table's run value."""
+
+    def on_value(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column):
+            assert node.name == sensitive, node.sql()
+            return exp.column("value", table="b", quoted=True)
+        return node
+
+    return s_pred.transform(on_value)  # transform copies the tree once
+
+
+def _runs(plan: CellPlan) -> exp.Select:
+    """The bounds table's ascending rows (``b``): the group's sorted values as runs, each
+    once (a run spanning several blocks has a row per block, all with the whole run's
+    ranks: keep the one of the block of its first rank)."""
+    first_block = f"CAST(FLOOR((b.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     return (
-        exp.select(
-            exp.alias_(_col("t", key), "gid"),
-            exp.alias_(_f("COUNT(*)"), "n"),
-            exp.alias_(
-                exp.Count(
-                    this=exp.Case(ifs=[exp.If(this=matches.copy(), true=exp.Literal.number(1))])
-                ),
-                "c",
-            ),
-            exp.alias_(
-                exp.func(
-                    "COALESCE",
-                    exp.Sum(
-                        this=exp.Case(
-                            ifs=[exp.If(this=matches.copy(), true=_col("t", plan.sensitive))]
-                        )
-                    ),
-                    exp.Literal.number(0),
-                ),
-                "ssum",
-            ),
+        exp.select()
+        .from_(plan.bounds("b"), copy=False)
+        .where(_f(f'NOT b."descending" AND b."block" = {first_block}'), copy=False)
+    )
+
+
+def _group_matches(plan: CellPlan, matches: exp.Expr) -> exp.Select:
+    """Per release group: n values, c satisfying S's condition, ssum the sum of those
+    (0 when none); from the runs, ghost slots included as in the release."""
+    length = _f("b.hi_rank - b.lo_rank + 1")
+    hit = exp.Case(ifs=[exp.If(this=matches.copy(), true=length)], default=_f("0"))
+    total = exp.Case(
+        ifs=[exp.If(this=matches.copy(), true=_f('(b.hi_rank - b.lo_rank + 1) * b."value"'))]
+    )
+    return (
+        _runs(plan)
+        .select(
+            _f("b.group_id AS gid"),
+            _f("MAX(b.n) AS n"),
+            exp.alias_(exp.Sum(this=hit), "c"),
+            exp.alias_(exp.func("COALESCE", exp.Sum(this=total), _f("0")), "ssum"),
+            copy=False,
         )
-        .from_(plan.release("t"), copy=False)
-        .group_by(_col("t", key), copy=False)
+        .group_by(_f("b.group_id"), copy=False)
     )
 
 
@@ -146,23 +206,21 @@ def _cell_ranges(plan: CellPlan) -> exp.Select:
 
 
 def _satisfying(plan: CellPlan, matches: exp.Expr) -> exp.Select:
-    """Every value satisfying the condition, with its rank in its group both ways."""
-    s = plan.sensitive
-    key = plan.query.release.key_column
-    by_group = [_col("t", key)]
+    """Every run of satisfying values: its value and its satisfying ranks s1..s2
+    (ascending; a running sum of run lengths, runs ordered by rank)."""
+    length = "(b.hi_rank - b.lo_rank + 1)"
+    last = _window(
+        _f(f"SUM({length})"), [_f("b.group_id")], [exp.Ordered(this=_f("b.lo_rank"))], running=True
+    )
     return (
-        exp.select(
-            exp.alias_(_col("t", key), "gid"),
-            exp.alias_(_col("t", s), "v"),
-            exp.alias_(
-                _window(exp.RowNumber(), by_group, [exp.Ordered(this=_col("t", s))]), "r_up"
-            ),
-            exp.alias_(
-                _window(exp.RowNumber(), by_group, [exp.Ordered(this=_col("t", s), desc=True)]),
-                "r_down",
-            ),
+        _runs(plan)
+        .select(
+            _f("b.group_id AS gid"),
+            _f('b."value" AS v'),
+            exp.alias_(exp.Sub(this=last.copy(), expression=_f(f"({length} - 1)")), "s1"),
+            exp.alias_(last, "s2"),
+            copy=False,
         )
-        .from_(plan.release("t"), copy=False)
         .where(matches, copy=False)  # its last use: the others are copies
     )
 
@@ -179,13 +237,7 @@ def _cell_values(plan: CellPlan) -> tuple[exp.Select, list[str]]:
         exp.select(*carried, *[exp.alias_(_f(sql), name) for name, sql in _MEASURES.items()])
         .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
         .join(
-            exp.alias_(_cte("sat"), "x", table=True),
-            on=_f(
-                "x.gid = c.gid AND (x.r_up <= c.hi OR x.r_down <= c.hi "
-                "OR x.r_up = c.er OR x.r_down = c.er)"
-            ),
-            join_type="LEFT",
-            copy=False,
+            exp.alias_(_cte("sat"), "x", table=True), on=_f(_NEEDED), join_type="LEFT", copy=False
         )
         .group_by(*[c.copy() for c in carried], copy=False)
     )
@@ -195,30 +247,34 @@ def _cell_values(plan: CellPlan) -> tuple[exp.Select, list[str]]:
 def _avg_candidates(plan: CellPlan, cellv_columns: list[str]) -> list[tuple[str, exp.Query]]:
     """AVG bounds: running ratios over each output group's forced + optional values.
 
+    The pool holds, per cell and satisfying run, ``cnt`` values ``v`` the cell must
+    (``k`` 0) or may (``k`` 1) hold, counted from the low end (for AVG's low) or the high
+    end. Ordered forced first, then optional from the best, a prefix of the pool is the
+    best choice of its size, and within one pool row the ratio moves monotonically (one
+    value repeated), so the row ends are the only candidates.
+
     Returns pool/ratio CTEs and a final UNION ALL of the per-cell rows with the candidate
     ratios (other columns NULL), so the output aggregates one relation by the group key
     without a join on possibly NULL keys.
     """
     ctes: list[tuple[str, exp.Query]] = []
-    for side, rank, desc in (("lo", "r_up", False), ("hi", "r_down", True)):
-        pool = (
-            exp.select(
-                *plan.g("c"),
-                _f("x.v"),
-                exp.alias_(_f(f"CASE WHEN x.{rank} <= c.lo THEN 0 ELSE 1 END"), "k"),
-            )
+    for side, counts, desc in (
+        ("lo", (_UP_FORCED, _UP_OPTIONAL), False),
+        ("hi", (_DOWN_FORCED, _DOWN_OPTIONAL), True),
+    ):
+        branches = [
+            exp.select(*plan.g("c"), _f("x.v"), _f(f"{k} AS k"), _f(f"{count} AS cnt"))
             .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
-            .join(
-                exp.alias_(_cte("sat"), "x", table=True),
-                on=_f(f"x.gid = c.gid AND x.{rank} <= c.hi"),
-                copy=False,
-            )
-        )
+            .join(exp.alias_(_cte("sat"), "x", table=True), on=_f("x.gid = c.gid"), copy=False)
+            .where(_f(f"{count} > 0"), copy=False)
+            for k, count in enumerate(counts)
+        ]
+        pool = exp.union(*branches, distinct=False)
         part = plan.g("p")
         order = [exp.Ordered(this=_f("p.k")), exp.Ordered(this=_f("p.v"), desc=desc)]
-        position = _window(exp.RowNumber(), part, order)
-        running = _window(_f("SUM(p.v)"), part, order, running=True)
-        forced = _window(_f("SUM(1 - p.k)"), part)
+        position = _window(_f("SUM(p.cnt)"), part, order, running=True)
+        running = _window(_f("SUM(p.cnt * p.v)"), part, order, running=True)
+        forced = _window(_f("SUM((1 - p.k) * p.cnt)"), part)
         ratio = exp.Case(
             ifs=[
                 exp.If(
