@@ -66,6 +66,8 @@ def export(
     if fmt not in FORMATS:
         raise ConfigError(f"export format {fmt!r} is not one of {', '.join(FORMATS)}")
     target = Path(path)
+    if con is not None and is_export(con.cursor()):  # a cursor: this may run in a UDF
+        raise ExportError("this database is an analyst export: export from the owner's database")
     releases = exports.releases_to_export(owner, name)
     existing = _existing(target, fmt)
     work = target.with_name(f".{target.name}.sqlanon-{secrets.token_hex(6)}")
