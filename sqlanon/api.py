@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlanon import errors, intervals, rewriter
+from sqlanon.duckdb import export as duckdb_export
 from sqlanon.duckdb import register as duckdb_register
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
@@ -201,6 +203,36 @@ def audit(con: Any, family: str, records: bool = False) -> list[dict[str, Any]]:
     order (``sqlanon.audit``). ``records``: also the exposed keys (owner only)."""
     with _reported("audit"), session_for(con) as session:
         return audit_reads.audit_family(session, family, records=records)
+
+
+def export(
+    con: Any, name: str, path: str | os.PathLike[str], format: str = "duckdb"
+) -> dict[str, Any]:  # noqa: A002
+    """Write the analyst hand-off of family or domain ``name`` to ``path``: every version
+    of the family (or of every family of the domain), their bounds tables, the family
+    views and the public catalog the rewriter needs; nothing private (no source, keys,
+    ``sqlanon.members``, kept values, cells or links). ``format``: ``"duckdb"`` (a
+    database file) or ``"parquet"`` (a folder, :func:`attach_export` opens it). Again to
+    the same path adds the new versions. ``con``: a DuckDB or psycopg connection.
+
+    >>> sqlanon.export(con, "adult_ke", "adult_ke.duckdb")  # doctest: +SKIP
+    """
+    with _reported("export"), session_for(con) as session:
+        if spark_attach.is_spark_session(con):
+            raise ConfigError("export reads DuckDB or PostgreSQL; on Spark, see the README")
+        duckdb_con = con if isinstance(session, DuckDBSession) else None
+        return duckdb_export.export(session, name, path, format, con=duckdb_con)
+
+
+def attach_export(con: Any, folder: str | os.PathLike[str]) -> list[str]:
+    """Open the Parquet export ``folder`` on DuckDB connection ``con`` (a new one, e.g.
+    ``duckdb.connect()``) as its DuckDB file would open, and register the query
+    functions: :func:`interval` then answers as on the owner's database. Returns the
+    families."""
+    with _reported("attach_export"):
+        families = duckdb_export.attach_export(con, folder)
+        duckdb_register.install(con)
+        return families
 
 
 def set_limit(con: Any, name: str, value: int | None) -> dict[str, int]:

@@ -5,7 +5,8 @@ URL such as ``local[2]`` or ``spark://host:7077``). A
 :class:`SqlanonError` becomes one line on stderr and exit code 2, a database error
 (a DuckDB file locked by another process, a refused connection) one line and exit
 code 1; a closed pipe (``sqlanon query --explain ... | head -1``) ends it quietly.
-Commands that only read (``query``, ``audit``, ``report``) never create a database.
+Commands that only read (``query``, ``audit``, ``report``, ``export``) never create a
+database.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlanon.api import audit, erase, interval, load_hierarchies, release_ke, release_lhd, rewrite
+from sqlanon.api import (
+    audit,
+    erase,
+    export,
+    interval,
+    load_hierarchies,
+    release_ke,
+    release_lhd,
+    rewrite,
+)
 from sqlanon.demo import run_demo
 from sqlanon.display import print_table
 from sqlanon.duckdb.register import install as install_duckdb
@@ -187,6 +197,11 @@ def _query(args: argparse.Namespace) -> None:
             print(rewrite(args.sql, con, args.dialect))
         else:
             print_table(interval(con, args.sql))
+
+
+def _export(args: argparse.Namespace) -> None:
+    with connect(args.db) as con:
+        print(json.dumps(export(con, args.name, args.path, args.format), indent=2))
 
 
 def _install(args: argparse.Namespace) -> None:
@@ -368,6 +383,15 @@ def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     report.add_argument("family")
     report.add_argument("--out", default=None, help="HTML file (default <family>_report.html)")
     report.set_defaults(run=_report)
+
+    export_ = commands.add_parser(
+        "export", help="write an analyst's copy of a family's or domain's releases"
+    )
+    export_.add_argument("--db", required=True, help=_READ_DB_HELP)
+    export_.add_argument("name", help="a family, or a domain (every family of it)")
+    export_.add_argument("path", help="a new file (or folder), or an earlier export to add to")
+    export_.add_argument("--format", choices=["duckdb", "parquet"], default="duckdb")
+    export_.set_defaults(run=_export)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

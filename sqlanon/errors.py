@@ -97,6 +97,11 @@ class AmbiguousNameError(ConfigError):
     """An unquoted name matches several tables or columns differing only in case."""
 
 
+class ExportError(ConfigError):
+    """An analyst export cannot go to this path: something that is not an export is
+    there, its folder is missing, or it would hold what it may not."""
+
+
 class InternalError(SqlanonError):
     """A bug in sqlanon, not in the caller's input. Its message names the exception's type
     and the innermost sqlanon line it came from, never its text (which may quote data);

@@ -33,7 +33,7 @@ def test_the_readme_blocks_run_verbatim_from_any_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     found = blocks()
-    assert [lang for lang, _ in found] == ["python", "sql", "sql", "sql"]
+    assert [lang for lang, _ in found] == ["python", "sql", "sql", "sql", "sql", "python"]
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {}
     results: list[Any] = []
@@ -45,7 +45,10 @@ def test_the_readme_blocks_run_verbatim_from_any_directory(
         for statement in statements(code):
             results.append(con.execute(statement).fetchall())
     namespace["con"].close()
+    namespace["analyst"].close()
     assert os.path.isfile(tmp_path / "clinic.duckdb")
+    export = json.loads(results[-1][0][0])
+    assert export["families"] == ["adult_gzs", "adult_ke", "adult_pgs"]
     first, again = (json.loads(results[i][0][0]) for i in (0, 1))
     assert first["version"] == 1 and again.get("unchanged") is True
     assert json.loads(results[3][0][0]) and all(

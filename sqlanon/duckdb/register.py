@@ -19,6 +19,7 @@ from duckdb.func import FunctionNullHandling
 from duckdb.sqltypes import BIGINT, BOOLEAN, DOUBLE, VARCHAR
 
 from sqlanon import intervals, sqltext
+from sqlanon.duckdb import export as exporting
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, reported
 from sqlanon.release import ke_release, lhd_release
@@ -172,6 +173,13 @@ def _set_limit(owner: _Owner, name: str, value: int | None) -> dict[str, int]:
         return dataclasses.asdict(catalog.set_limit(s, name, value))
 
 
+def _export(owner: _Owner, name: str, path: str, fmt: str) -> dict[str, Any]:
+    with _session(owner) as s:
+        found = owner()
+        assert found is not None  # _session checked it
+        return exporting.export(s, name, path, fmt, con=found)
+
+
 def _interval_sql(owner: _Owner, sql: str) -> str:
     with _session(owner) as s:
         return intervals.session_rewrite(s, sql, "duckdb")
@@ -220,6 +228,7 @@ def _udf_table() -> list[_Udf]:
         ),
         _Udf("_sqlanon_audit", _audit_family, [VARCHAR, BOOLEAN], VARCHAR),
         _Udf("_sqlanon_set_limit", _set_limit, [VARCHAR, BIGINT], VARCHAR),
+        _Udf("_sqlanon_export", _export, [VARCHAR, VARCHAR, VARCHAR], VARCHAR),
         _Udf("_sqlanon_interval", _interval_sql, [VARCHAR], VARCHAR, summary=False),
         _Udf("_sqlanon_rewrite", _rewrite_sql, [VARCHAR, VARCHAR], VARCHAR, summary=False),
     ]
@@ -274,7 +283,9 @@ def install(con: duckdb.DuckDBPyConnection) -> list[str]:
 
     session = DuckDBSession(con)
     try:
-        if not session.read_only():
+        if exporting.is_export(con):  # an analyst's export: the query functions only
+            applied = []
+        elif not session.read_only():
             applied = migrations.migrate(session)
         elif missing := migrations.pending(session):
             raise ConfigError(

@@ -18,6 +18,10 @@ CREATE OR REPLACE TEMP MACRO sqlanon_hierarchy_widths(dataset, attribute, widths
 -- The audit of the family's domain; records := true adds the exposed keys (owner only).
 CREATE OR REPLACE TEMP MACRO sqlanon_audit(family, records := false) AS
     _sqlanon_audit(family, records);
+-- The analyst hand-off: the releases of a family or domain, nothing private, in a new
+-- DuckDB file (format := 'parquet': a folder); again to the same path adds new versions.
+CREATE OR REPLACE TEMP MACRO sqlanon_export(name, path, format := 'duckdb') AS
+    _sqlanon_export(name, path, format);
 -- SELECT * FROM query(sqlanon_interval('SELECT sex, SUM(x) FROM fam GROUP BY sex'))
 CREATE OR REPLACE TEMP MACRO sqlanon_interval(sql) AS _sqlanon_interval(sql);
 CREATE OR REPLACE TEMP MACRO sqlanon_rewrite(sql, dialect := 'duckdb') AS _sqlanon_rewrite(sql, dialect);
