@@ -154,9 +154,7 @@ def build(engine: Engine, n_rows: int, added: int) -> dict[str, Any]:
     records = adult_records()
     assert n_rows + added <= len(records), (n_rows, added)
     text = "text" if engine.dialect == "postgres" else "VARCHAR"
-    spec = ", ".join(
-        f"{c} {text if c in ('sex', 'education') else 'integer'}" for c in COLUMNS
-    )
+    spec = ", ".join(f"{c} {text if c in ('sex', 'education') else 'integer'}" for c in COLUMNS)
     engine.execute(f"CREATE TABLE edu_level (education {text}, level integer, degree boolean)")
     engine.insert("edu_level", [(e, n, n >= 13) for e, n in EDUCATION_LEVELS.items()])
     engine.execute(f"CREATE TABLE {TRUTH}.edu_level AS SELECT * FROM edu_level")
