@@ -22,11 +22,13 @@ is swapped for its label (:func:`truth_sql`), as tests/test_rewrite_lhd.py defin
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -522,3 +524,35 @@ class PostgresEngine(Engine):
         with self.con.transaction():
             self.con.execute(f"SET LOCAL search_path TO {TRUTH}, public")
             return list(self.con.execute(sql).fetchall())
+
+
+@contextlib.contextmanager
+def postgres_engine(admin_url: str, python_root: Path) -> Iterator[PostgresEngine]:
+    """A fresh database with sqlanon installed and an analyst login role (member of
+    ``sqlanon_analyst``), both dropped afterwards; the releases are not built yet."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    from sqlanon.postgres.install import install_postgres
+
+    suffix = uuid.uuid4().hex[:12]
+    name, role = f"sqlanon_t_corpus_{suffix}", f"t_corpus_analyst_{suffix}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    url = make_conninfo(admin_url, dbname=name)
+    try:
+        install_postgres(url, python_root=python_root)
+        with psycopg.connect(url, autocommit=True) as owner:
+            owner.execute(sql.SQL("GRANT sqlanon_analyst TO {}").format(sql.Identifier(role)))
+            engine = PostgresEngine(owner)
+            with psycopg.connect(make_conninfo(url, user=role), autocommit=True) as analyst:
+                engine.analyst = analyst
+                yield engine
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))

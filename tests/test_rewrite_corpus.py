@@ -15,7 +15,6 @@ being answered (shrink the list) and when any other is refused (a regression).
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,32 +216,8 @@ def duckdb_outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def postgres_outcomes(pg_url: str, pg_python_root: Path) -> Iterator[Any]:
     """A database and an analyst login role of the module's own, dropped afterwards."""
-    import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import make_conninfo
-
-    from sqlanon.postgres.install import install_postgres
-
-    suffix = uuid.uuid4().hex[:12]
-    name, role = f"sqlanon_t_corpus_{suffix}", f"t_corpus_analyst_{suffix}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-    url = make_conninfo(pg_url, dbname=name)
-    try:
-        install_postgres(url, python_root=pg_python_root)
-        with psycopg.connect(url, autocommit=True) as owner:
-            owner.execute(sql.SQL("GRANT sqlanon_analyst TO {}").format(sql.Identifier(role)))
-            engine = corpus.PostgresEngine(owner)
-            with psycopg.connect(make_conninfo(url, user=role), autocommit=True) as analyst:
-                engine.analyst = analyst
-                yield _outcomes(engine), engine
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+    with corpus.postgres_engine(pg_url, pg_python_root) as engine:
+        yield _outcomes(engine), engine
 
 
 def _applies(case: corpus.Case, dialect: str) -> bool:
