@@ -238,9 +238,12 @@ def output_names(tree: exp.Expr) -> list[str]:
     return names
 
 
-def truth_sql(case: Case, dialect: str) -> tuple[str, list[str], bool]:
+def truth_sql(
+    case: Case, dialect: str, quasi: Sequence[str] = LHD["quasi"]
+) -> tuple[str, list[str], bool]:
     """The query to run over the truth, the output names, and whether the outer query
-    keeps only some rows (LIMIT/OFFSET: the truth is then every row, checked by key)."""
+    keeps only some rows (LIMIT/OFFSET: the truth is then every row, checked by key).
+    ``quasi``: an lHD case's generalized columns."""
     tree = sqlglot.parse_one(case.sql, read=dialect)
     names = output_names(tree)
     limited = bool(tree.args.get("limit") or tree.args.get("offset"))
@@ -248,7 +251,7 @@ def truth_sql(case: Case, dialect: str) -> tuple[str, list[str], bool]:
     for key in ("order", "limit", "offset"):
         tree.set(key, None)
     if case.model == "lhd":
-        changed |= _label_groups(tree, set(LHD["quasi"]))
+        changed |= _label_groups(tree, set(quasi))
     sql = tree.sql(dialect=dialect) if changed else case.sql
     return sql, names, limited
 

@@ -316,3 +316,22 @@ def test_postgres_answers_hold_the_truth(postgres_outcomes: Any) -> None:
 @pytest.mark.postgres
 def test_postgres_refusals_are_the_known_ones(postgres_outcomes: Any) -> None:
     _refusals(postgres_outcomes[0], "postgres")
+
+
+def test_the_check_flags_what_is_unsound() -> None:
+    case = CASES[0]
+    truth = [{"sex": "F", "n": 5}, {"sex": "M", "n": 7}]
+    fine = [
+        {"sex": "F", "n_low": 4, "n_high": 6, "n_est": 5.0, "n": None},
+        {"sex": "M", "n_low": 7, "n_high": 7, "n_est": 7.0, "n": 7},
+    ]
+    for out, limited, problems in [
+        (fine, False, 0),
+        (fine[:1], False, 1),  # a group is missing
+        (fine[:1], True, 0),  # ... which LIMIT allows
+        ([{**fine[0], "n_high": 4.9}, fine[1]], False, 1),  # the interval misses 5
+        ([fine[0], {**fine[1], "n": 6}], False, 1),  # an exact count that is wrong
+    ]:
+        outcome = corpus.Outcome(case, "answered")
+        corpus.check(out, truth, ["sex", "n"], limited, outcome)
+        assert len(outcome.problems) == problems, (out, outcome.problems)
