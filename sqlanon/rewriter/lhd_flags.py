@@ -270,7 +270,7 @@ class FlagCompiler:
         condition = join(*[t.copy() for t in terms], copy=False)
         text = condition.sql()
         if (column, text) in self.by_sql:
-            return _copied(self.by_sql[(column, text)])
+            return copied(self.by_sql[(column, text)])
         body = leaf_judge(condition, self.key, column, domain)
         if body is None:
             return possible()
@@ -290,7 +290,7 @@ class FlagCompiler:
             _f(f"COALESCE({share.sql()}, 0.5)"),
         )
         self.by_sql[(column, text)] = found
-        return _copied(found)
+        return copied(found)
 
     def join_to(self, select: exp.Select) -> exp.Select:
         """``select`` (reading the release rows) LEFT JOINed to every leaf judge."""
@@ -359,7 +359,7 @@ def leaf_judge(
     )
 
 
-def _copied(flags: Flags) -> Flags:
+def copied(flags: Flags) -> Flags:
     return Flags(
         *(e.copy() for e in (flags.may_t, flags.must_t, flags.may_f, flags.must_f, flags.frac))
     )
