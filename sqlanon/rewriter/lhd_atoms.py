@@ -171,7 +171,11 @@ def bounds(i: int, atom: Atom, ctx: Context) -> dict[str, str]:
         found = {
             "low": f"MIN(CASE WHEN c.qlo{i} THEN c.lo{i} END)",
             "high": f"MAX(CASE WHEN c.qhi{i} THEN c.hi{i} END)",
-            "est": _on_chosen(i, f"{atom.func.upper()}(%s, {float(atom.fraction or 0)!r})"),
+            "est": _on_chosen(
+                i,
+                f"{'PERCENTILE_CONT' if atom.func == 'quantile_cont' else 'PERCENTILE_DISC'}"
+                f"({float(atom.fraction or 0)!r}) WITHIN GROUP (ORDER BY %s)",
+            ),
         }
     else:
         found = _variance_bounds(i, atom.func)
