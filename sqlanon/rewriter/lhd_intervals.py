@@ -6,7 +6,8 @@ for one published row, SURE (every raw value under its labels satisfies it), NEV
 does) or POSSIBLE. Conditions on sensitive columns alone are exact and evaluated as
 written.
 
-The WHERE tree is cut into *components*: maximal subtrees reading one quasi column,
+The WHERE tree is compiled into per-row flags by :mod:`sqlanon.rewriter.lhd_flags`: it is
+cut into *components*: maximal subtrees reading one quasi column,
 and in an AND or OR chain all the terms reading the same one (evaluated here, in Python,
 once per label of that column's :class:`LabelDomain`, by
 :mod:`sqlanon.rewriter.lhd_components`; the output carries a ``CASE`` over the label
@@ -47,261 +48,18 @@ from the same per-row flags.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter import lhd_ghosts
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
-from sqlanon.rewriter.lhd_components import (
-    MAY_BE_FALSE,
-    MAY_BE_TRUE,
-    NEVER,
-    SURE,
-    Component,
-    Judgement,
-    judge_labels,
-    judge_null,
-    operands,
-)
+from sqlanon.rewriter.lhd_flags import FlagCompiler
 from sqlanon.rewriter.release_info import LabelDomain
 from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
 from sqlanon.rewriter.sqlbuild import qualified as _qualified
-from sqlanon.rewriter.sqlbuild import show as _show
-
-_DOUBLE = exp.DataType(this=exp.DataType.Type.DOUBLE)  # DataType.build parses, per call
-
-# --- the WHERE tree as per-row flags ------------------------------------------------------
-
-
-@dataclass
-class _Flags:
-    """SQL booleans: the condition may/must be true, may/must be false; and the fraction."""
-
-    may_t: exp.Expr
-    must_t: exp.Expr
-    may_f: exp.Expr
-    must_f: exp.Expr
-    frac: exp.Expr
-
-
-def _column_names(tree: exp.Expr) -> dict[int, frozenset[str]]:
-    """The names of the columns under each node of ``tree`` (by ``id``), in one pass:
-    looking them up per node would walk a chain of n terms n times."""
-    names: dict[int, frozenset[str]] = {}
-    for node in reversed(list(tree.walk(bfs=False))):  # children before their parents
-        found = [names[id(child)] for child in node.iter_expressions()]
-        if isinstance(node, exp.Column):
-            found.append(frozenset({node.name}))
-        names[id(node)] = frozenset().union(*found) if len(found) != 1 else found[0]
-    return names
-
-
-class _Compiler:
-    def __init__(self, query: Query) -> None:
-        self.release = query.release
-        assert self.release.domains is not None
-        self.domains = self.release.domains
-        self.quasi = frozenset(self.release.quasi)
-        self.names = _column_names(query.where) if query.where is not None else {}
-        self.columns: list[exp.Expr] = []  # per-row columns of the "lab" CTE
-        self.known: dict[str, exp.Column] = {}  # quasi column -> its lab column "label known"
-        # (column, labels per code, labels per share) -> (code column, share expression)
-        self.judged: dict[tuple[Any, ...], tuple[exp.Column, exp.Expr]] = {}
-
-    def _add(self, expr: exp.Expr) -> exp.Column:
-        name = f"p{len(self.columns)}"
-        self.columns.append(exp.alias_(expr, name, copy=False))
-        return exp.column(name, table="l")
-
-    def _kind(self, node: exp.Expr) -> str | None:
-        """The empty string for a condition reading no quasi column, the column's name
-        for one reading a single quasi column and nothing else, None for any other."""
-        names = self.names[id(node)]
-        quasi = names & self.quasi
-        if not quasi:
-            return ""
-        return next(iter(quasi)) if len(quasi) == 1 and names == quasi else None
-
-    def flags(self, node: exp.Expr) -> _Flags:
-        node = node.unnest()
-        kind = self._kind(node)
-        if kind == "":
-            return self._exact([node], exp.And)
-        if kind is not None:
-            return self._component([node], exp.And, kind)
-        if isinstance(node, exp.Not):
-            inner = self.flags(node.this)
-            return _Flags(
-                inner.may_f, inner.must_f, inner.may_t, inner.must_t, _one_minus(inner.frac)
-            )
-        if isinstance(node, exp.And | exp.Or):
-            return self._chain(node)
-        raise UnsupportedQueryError(
-            f"a condition relating several columns is not supported: {_show(node)}; "
-            "compare each quasi-identifier with literals"
-        )
-
-    def _chain(self, node: exp.And | exp.Or) -> _Flags:
-        """An AND or OR chain, its terms gathered (in order of first appearance) into one
-        component per quasi column, one exact condition and the mixed terms; the parts
-        combine by Kleene logic, the fractions as independent events. Gathering a
-        column's terms is exact (it is one component like ``age IN (...)``) and keeps the
-        output linear: one CASE per column, not one per term."""
-        kind = type(node)
-        parts: dict[str | int, list[exp.Expr]] = {}
-        for term in operands(node, kind):
-            found = self._kind(term)
-            parts.setdefault(id(term) if found is None else found, []).append(term)
-        flags = [
-            self.flags(terms[0])
-            if isinstance(key, int)
-            else self._exact(terms, kind)
-            if key == ""
-            else self._component(terms, kind, key)
-            for key, terms in parts.items()
-        ]
-        if len(flags) == 1:
-            return flags[0]
-        every, some = (exp.and_, exp.or_) if kind is exp.And else (exp.or_, exp.and_)
-
-        def joined(combine: Callable[..., exp.Expr], field: str) -> exp.Expr:
-            return combine(*[getattr(f, field) for f in flags], copy=False)
-
-        # AND: the product of the fractions; OR: 1 - the product of their complements
-        if kind is exp.And:
-            frac = _product([f.frac for f in flags])
-        else:
-            frac = _one_minus(_product([_one_minus(f.frac) for f in flags]))
-        return _Flags(
-            joined(every, "may_t"),
-            joined(every, "must_t"),
-            joined(some, "may_f"),
-            joined(some, "must_f"),
-            frac,
-        )
-
-    def _exact(self, terms: list[exp.Expr], kind: type[exp.Expr]) -> _Flags:
-        """Terms reading no quasi column: exact, copied as SQL."""
-        combine = exp.and_ if kind is exp.And else exp.or_
-        exact = combine(*[_qualified(t, "t") for t in terms], copy=False)
-        true = self._add(exp.func("COALESCE", exact, exp.false()))
-        false = self._add(exp.func("COALESCE", exp.not_(exact.copy()), exp.false()))
-        exact_frac = exp.Case(ifs=[exp.If(this=true.copy(), true=_f("1.0"))], default=_f("0.0"))
-        return _Flags(true, true.copy(), false, false.copy(), exact_frac)
-
-    def _component(self, terms: list[exp.Expr], kind: type[exp.Expr], column: str) -> _Flags:
-        """Per row: the component's code on the row's label (a CASE listing the labels
-        of all codes but the most frequent, its ELSE), its share of the label's values
-        where neither SURE nor NEVER, and whether the catalog knows the label at all (a
-        label it does not know may or may not satisfy the condition). Listing every
-        label per component made a chain of n terms on several columns n CASEs of every
-        label; an equality now lists the few labels over its value. In a column holding
-        NULLs a NULL label is a label like the others (``None`` below)."""
-        domain = self.domains.get(column, LabelDomain())
-        labels = sorted({*domain.leaves, *domain.intervals})
-        if not labels and not domain.nulls:
-            return _Flags(exp.true(), exp.false(), exp.true(), exp.false(), _f("0.5"))
-        component = Component(terms, kind)
-        judged = judge_labels(component, domain)
-        entries: list[tuple[str | None, Judgement]] = [(x, judged[x]) for x in labels]
-        if domain.nulls:
-            entries.insert(0, (None, judge_null(component)))
-        by_code: dict[Any, list[str | None]] = {}
-        by_share: dict[Any, list[str | None]] = {}
-        for label, found in entries:
-            by_code.setdefault(found.code, []).append(label)
-            if found.code not in (SURE, NEVER):  # whose fraction is not 1 or 0
-                by_share.setdefault(found.fraction, []).append(label)
-        # Components judged alike (``sex = 'F'`` in every term of an OR) share columns.
-        key = (column, _frozen(by_code), _frozen(by_share))
-        if key not in self.judged:
-            code_column = self._add(self._by_label(column, by_code))
-            # DOUBLE, not DECIMAL: products of a few fractions of 17 digits overflow
-            # DuckDB's decimal scale (38)
-            shares = by_share or {0.5: []}  # no share: every known label is SURE or NEVER
-            share: exp.Expr = exp.Cast(this=self._by_label(column, shares), to=_DOUBLE.copy())
-            if len(by_share) > 1:  # a CASE over labels: computed once per row
-                share = self._add(share)
-            self.judged[key] = (code_column, share)
-        code_column, share = self.judged[key]
-        known = self._known(column, labels, domain.nulls)
-
-        def code_in(*values: int) -> exp.Expr:
-            listed = [exp.Literal.number(v) for v in values]
-            if len(listed) == 1:
-                return exp.EQ(this=code_column.copy(), expression=listed[0])
-            return exp.In(this=code_column.copy(), expressions=listed)
-
-        frac = exp.Case(
-            ifs=[
-                exp.If(this=exp.not_(known.copy(), copy=False), true=_f("0.5")),
-                exp.If(this=code_in(SURE), true=_f("1.0")),
-                exp.If(this=code_in(NEVER), true=_f("0.0")),
-            ],
-            default=share.copy(),
-        )
-        unknown = exp.not_(known.copy(), copy=False)
-        return _Flags(
-            exp.or_(code_in(*MAY_BE_TRUE), unknown, copy=False),
-            exp.and_(code_in(SURE), known.copy(), copy=False),
-            exp.or_(code_in(*MAY_BE_FALSE), unknown.copy(), copy=False),
-            exp.and_(code_in(NEVER), known.copy(), copy=False),
-            frac,
-        )
-
-    def _known(self, column: str, labels: list[str], nulls: bool) -> exp.Column:
-        """The lab column telling whether the row's label of ``column`` is one of
-        ``labels`` or, in a column holding NULLs, NULL (one per column, shared by its
-        components)."""
-        if column not in self.known:
-            found = exp.In(
-                this=_col("t", column), expressions=[exp.Literal.string(x) for x in labels]
-            )
-            known = exp.func("COALESCE", found, exp.Boolean(this=nulls)) if labels else None
-            self.known[column] = self._add(known or exp.Boolean(this=nulls))
-        return self.known[column]
-
-    def _by_label(self, column: str, groups: dict[Any, list[str | None]]) -> exp.Expr:
-        """``CASE WHEN t.column IN (labels) THEN value ... ELSE value END``, the value
-        with the most labels being the ELSE (the literal alone if there is one value);
-        ``None`` among the labels is a NULL label (``t.column IS NULL``)."""
-        values = sorted(groups, key=lambda v: len(groups[v]))
-        ifs = [
-            exp.If(this=self._label_in(column, groups[value]), true=exp.Literal.number(repr(value)))
-            for value in values[:-1]
-        ]
-        default = exp.Literal.number(repr(values[-1]))
-        return exp.Case(ifs=ifs, default=default) if ifs else default
-
-    def _label_in(self, column: str, labels: list[str | None]) -> exp.Expr:
-        texts = [exp.Literal.string(label) for label in labels if label is not None]
-        tests: list[exp.Expr] = [exp.In(this=_col("t", column), expressions=texts)] if texts else []
-        if None in labels:
-            tests.insert(0, exp.Is(this=_col("t", column), expression=exp.Null()))
-        return exp.or_(*tests, copy=False)
-
-
-def _frozen(groups: dict[Any, list[str | None]]) -> tuple[tuple[Any, tuple[str | None, ...]], ...]:
-    return tuple(sorted((value, tuple(labels)) for value, labels in groups.items()))
-
-
-def _product(factors: list[exp.Expr]) -> exp.Expr:
-    result: exp.Expr = exp.paren(factors[0], copy=False)
-    for factor in factors[1:]:
-        result = exp.Mul(this=result, expression=exp.paren(factor, copy=False))
-    return result
-
-
-def _one_minus(frac: exp.Expr) -> exp.Expr:
-    return exp.Sub(this=_f("1.0"), expression=exp.paren(frac, copy=False))
-
 
 # --- the query --------------------------------------------------------------------------
 
@@ -322,7 +80,9 @@ def build(query: Query) -> exp.Select:
                     f"values of {agg.column!r} under generalized labels: write COUNT(*) "
                     f"with WHERE {agg.column} IS NOT NULL"
                 )
-    compiler = _Compiler(query)
+    compiler = FlagCompiler(
+        release, "t", lambda c: c.name, lambda t: _qualified(t, "t"), by_leaves=False
+    )
     groups = [f"g{i}" for i in range(len(query.group_by))]
     values: dict[str, str] = {}
     for agg in query.aggregates:
@@ -334,7 +94,7 @@ def build(query: Query) -> exp.Select:
     ]
     lab_cols += [exp.alias_(_col("t", c), v) for c, v in values.items()]
     if query.where is not None:
-        flags = compiler.flags(query.where)
+        flags = compiler.compile(query.where)
         may_t, must_t = flags.may_t, flags.must_t
         frac: exp.Expr = exp.Case(
             ifs=[
