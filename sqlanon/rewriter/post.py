@@ -335,6 +335,13 @@ def _rounding(self: Compiler, node: exp.Expr) -> Val:
         lo, hi = type(node)(this=_c(a.lo)), type(node)(this=_c(a.hi))
     est = node.copy()
     est.set("this", _c(a.est))
+    digits = _digits(node.args.get("decimals")) if isinstance(node, exp.Round) else 0
+    if digits:  # PostgreSQL has no ROUND(double precision, int): half up by hand
+        scale = exp.Literal.number(repr(10.0**digits))
+        shifted = exp.Add(
+            this=exp.Mul(this=_p(_c(a.est)), expression=scale), expression=exp.Literal.number(0.5)
+        )
+        est = _div(exp.Floor(this=shifted), scale.copy())
     return self.keep(a.level + 1, lo=lo, hi=hi, est=est, mn=a.mn, nn=a.nn)
 
 
