@@ -7,10 +7,18 @@
     ... )  # doctest: +SKIP
 
 The output has one row per group with ``<name>_low``, ``<name>_high`` and ``<name>_est``
-for each aggregate (``<name>`` is the alias, else e.g. ``sum_capital_loss`` or
-``count_star``), plus the bare ``<name>`` for a COUNT that is exact. The true answer over
-the private source always lies in [low, high]. The output reads only the release table
-and its bounds table; :func:`rewrite` checks that on the generated tree before returning.
+for each aggregate or expression of aggregates (``<name>`` is the alias, else e.g.
+``sum_capital_loss`` or ``count_star``, else ``col<position>``), plus the bare ``<name>``
+for a COUNT that is exact, and ``having_surely`` under a HAVING (groups that may pass are
+returned). The true answer over the private source always lies in [low, high] (a NULL
+bound: unbounded). The output reads only the releases, their bounds tables and the public
+tables the query's semi-joins name; :func:`rewrite` checks that on the generated tree
+before returning.
+
+Queries in the narrow dialect (:mod:`~sqlanon.rewriter.analyze`) go to the narrow
+builders exactly as before; everything else goes through the general front end
+(:mod:`~sqlanon.rewriter.normalize`), the atoms builders (:mod:`~sqlanon.rewriter.atoms`)
+and the post layer (:mod:`~sqlanon.rewriter.post`, :mod:`~sqlanon.rewriter.answer`).
 """
 
 from __future__ import annotations
@@ -54,7 +62,8 @@ def rewrite(
 
     ``sql`` is parsed in ``dialect`` (any sqlglot dialect) and the answer generated in it.
     Raises :class:`~sqlanon.errors.UnsupportedQueryError` naming the part that cannot be
-    answered soundly (joins, subqueries, HAVING, tables other than releases...), its
+    answered soundly (window functions, joins of releases, correlated subqueries, tables
+    other than releases and public ones...), its
     child :class:`~sqlanon.errors.QueryLimitError` before parsing a query beyond
     ``limits``; every other failure is mapped to one of them too, on one line.
     ``checkpoint``, if given, is called between the steps (PostgreSQL: where a pending
