@@ -33,14 +33,11 @@ CATALOG = catalog_of(INFO)
     [
         ("SELECT COUNT(*) FROM adult_ke a JOIN adult_ke b ON a.age = b.age", "join"),
         ("SELECT COUNT(*) FROM adult_ke, adult_ke_v2", "join"),
-        ("SELECT COUNT(*) FROM (SELECT * FROM adult_ke) AS x", "(SELECT * FROM adult_ke)"),
         (
             "SELECT COUNT(*) FROM adult_ke WHERE age IN (SELECT age FROM adult_ke)",
             "subquery",
         ),
-        ("WITH x AS (SELECT * FROM adult_ke) SELECT COUNT(*) FROM x", "CTE"),
         ("SELECT SUM(capital_loss) OVER () FROM adult_ke", "window function"),
-        ("SELECT sex, COUNT(*) FROM adult_ke GROUP BY sex HAVING COUNT(*) > 3", "HAVING"),
         ("DELETE FROM adult_ke", "DELETE"),
         ("INSERT INTO adult_ke VALUES (1)", "INSERT"),
         ("UPDATE adult_ke SET age = 1", "UPDATE"),
@@ -59,16 +56,13 @@ CATALOG = catalog_of(INFO)
         ("SELECT MAX(sex) FROM adult_ke", "MAX over the non-sensitive column 'sex'"),
         ("SELECT COUNT(DISTINCT capital_loss) FROM adult_ke", "COUNT(DISTINCT"),
         ("SELECT SUM(capital_loss * 2) FROM adult_ke", "SUM(capital_loss * 2)"),
-        ("SELECT SUM(capital_loss) / COUNT(*) FROM adult_ke", "SUM(capital_loss) / COUNT(*)"),
         ("SELECT capital_loss FROM adult_ke", "neither aggregated nor in GROUP BY"),
-        ("SELECT age FROM adult_ke GROUP BY age", "no aggregate"),
         ("SELECT * FROM adult_ke", "SELECT *"),
         (
             "SELECT capital_loss, COUNT(*) FROM adult_ke GROUP BY capital_loss",
             "GROUP BY the permuted sensitive column",
         ),
         ("SELECT COUNT(*) FROM adult_ke GROUP BY age + 1", "age + 1"),
-        ("SELECT COUNT(*) FROM adult_ke GROUP BY ROLLUP (age)", "ROLLUP"),
         (
             "SELECT COUNT(*) FROM adult_ke WHERE age > 30 OR capital_loss > 2000",
             "age > 30 OR capital_loss > 2000",
@@ -82,12 +76,8 @@ CATALOG = catalog_of(INFO)
         ("SELECT COUNT(*) FROM adult_ke WHERE age + 1 > 30", "Add in WHERE"),
         ("SELECT COUNT(*) FROM adult_ke WHERE salary > 3", "'salary' is not published"),
         ("SELECT COUNT(*) FROM adult_ke AS a WHERE b.age > 3", "b.age does not belong"),
-        ("SELECT DISTINCT sex, COUNT(*) FROM adult_ke GROUP BY sex", "DISTINCT"),
         ("SELECT COUNT(*) FROM adult_ke UNION SELECT COUNT(*) FROM adult_ke", "UNION"),
-        ("SELECT sex, COUNT(*) AS n FROM adult_ke GROUP BY sex ORDER BY n", "ORDER BY"),
-        ("SELECT COUNT(*) FROM adult_ke LIMIT 1 OFFSET 2", "OFFSET"),
         ("SELECT COUNT(*), COUNT(*) FROM adult_ke", "'count_star' would appear twice"),
-        ("SELECT COUNT(1) FROM adult_ke", "COUNT(1)"),
         ("SELECT COUNT(*) FROM adult_ke QUALIFY 1 = 1", "QUALIFY"),
         ("SELECT COUNT(*) FROM adult_ke WHERE", "cannot parse"),
         ("SELECT 1", "no FROM"),
@@ -97,6 +87,29 @@ def test_refused_with_the_offending_part(sql: str, part: str) -> None:
     with pytest.raises(UnsupportedQueryError) as err:
         rewrite(sql, CATALOG)
     assert part.lower() in str(err.value).lower(), str(err.value)
+
+
+#: Refused by the narrow dialect, answered since issue 25 (tests/test_rewrite_normalize.py
+#: and the fixtures check the answers). The refusals above that the general atom builders
+#: will answer (SUM(age), WHERE length(sex) = 4, ...) keep the narrow builders' message
+#: until those builders are merged.
+NOW_ANSWERED = [
+    "SELECT COUNT(*) FROM (SELECT * FROM adult_ke) AS x",
+    "WITH x AS (SELECT * FROM adult_ke) SELECT COUNT(*) FROM x",
+    "SELECT sex, COUNT(*) FROM adult_ke GROUP BY sex HAVING COUNT(*) > 3",
+    "SELECT SUM(capital_loss) / COUNT(*) FROM adult_ke",
+    "SELECT age FROM adult_ke GROUP BY age",
+    "SELECT COUNT(*) FROM adult_ke GROUP BY ROLLUP (age)",
+    "SELECT DISTINCT sex, COUNT(*) FROM adult_ke GROUP BY sex",
+    "SELECT sex, COUNT(*) AS n FROM adult_ke GROUP BY sex ORDER BY n",
+    "SELECT COUNT(*) FROM adult_ke LIMIT 1 OFFSET 2",
+    "SELECT COUNT(1) FROM adult_ke",
+]
+
+
+@pytest.mark.parametrize("sql", NOW_ANSWERED)
+def test_formerly_refused_queries_are_answered(sql: str) -> None:
+    assert "adult_ke_v2" in rewrite(sql, CATALOG)
 
 
 def test_lhd_release_is_refused_until_supported() -> None:

@@ -7,22 +7,33 @@
     ... )  # doctest: +SKIP
 
 The output has one row per group with ``<name>_low``, ``<name>_high`` and ``<name>_est``
-for each aggregate (``<name>`` is the alias, else e.g. ``sum_capital_loss`` or
-``count_star``), plus the bare ``<name>`` for a COUNT that is exact. The true answer over
-the private source always lies in [low, high]. The output reads only the release table
-and its bounds table; :func:`rewrite` checks that on the generated tree before returning.
+for each aggregate or expression of aggregates (``<name>`` is the alias, else e.g.
+``sum_capital_loss`` or ``count_star``, else ``col<position>``), plus the bare ``<name>``
+for a COUNT that is exact, and ``having_surely`` under a HAVING (groups that may pass are
+returned). The true answer over the private source always lies in [low, high] (a NULL
+bound: unbounded). The output reads only the releases, their bounds tables and the public
+tables the query's semi-joins name; :func:`rewrite` checks that on the generated tree
+before returning.
+
+Queries in the narrow dialect (:mod:`~sqlanon.rewriter.analyze`) go to the narrow
+builders exactly as before; everything else goes through the general front end
+(:mod:`~sqlanon.rewriter.normalize`), the atoms builders (:mod:`~sqlanon.rewriter.atoms`)
+and the post layer (:mod:`~sqlanon.rewriter.post`, :mod:`~sqlanon.rewriter.answer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
 from sqlanon.rewriter import ke_intervals, lhd_intervals
 from sqlanon.rewriter.analyze import analyze
+from sqlanon.rewriter.answer import answer
+from sqlanon.rewriter.atoms import GeneralNotMerged
 from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line
+from sqlanon.rewriter.normalize import normalize
 from sqlanon.rewriter.release_info import (
     Catalog,
     LabelDomain,
@@ -51,7 +62,8 @@ def rewrite(
 
     ``sql`` is parsed in ``dialect`` (any sqlglot dialect) and the answer generated in it.
     Raises :class:`~sqlanon.errors.UnsupportedQueryError` naming the part that cannot be
-    answered soundly (joins, subqueries, HAVING, tables other than releases...), its
+    answered soundly (window functions, joins of releases, correlated subqueries, tables
+    other than releases and public ones...), its
     child :class:`~sqlanon.errors.QueryLimitError` before parsing a query beyond
     ``limits``; every other failure is mapped to one of them too, on one line.
     ``checkpoint``, if given, is called between the steps (PostgreSQL: where a pending
@@ -68,14 +80,18 @@ def rewrite(
                 raise
 
     try:
-        query = analyze(sql, catalog, dialect, limits)
+        tree, refusal = _narrow(sql, catalog, dialect, limits)
         step()
-        if query.release.model == "lhd":
-            tree = lhd_intervals.build(query)
-        else:
-            tree = ke_intervals.build(query)
-        step()
-        _check_reads(tree, query.release)
+        if tree is None:
+            try:
+                plan = normalize(sql, catalog, dialect, limits)
+                step()
+                tree = answer(plan)
+            except GeneralNotMerged as missing:  # until merged, the narrow message says more
+                raise (refusal or missing) from None
+            step()
+            releases = [b.shape.release for b in plan.branches]
+            _check_reads(tree, releases, plan.public)
         step()
         return tree.sql(dialect=dialect, copy=False)  # the tree is not used again
     except SqlanonError:
@@ -93,17 +109,41 @@ def rewrite(
         ) from exc
 
 
-def _check_reads(tree: exp.Expr, release: ReleaseInfo) -> None:
-    """Refuse to return SQL reading anything but the release and its bounds table."""
+def _narrow(
+    sql: str, catalog: Catalog, dialect: str, limits: QueryLimits
+) -> tuple[exp.Select | None, UnsupportedQueryError | None]:
+    """The narrow builders' answer, exactly as before the general rewriter, or None and
+    why not (then the general path answers the query or says why not)."""
+    try:
+        query = analyze(sql, catalog, dialect, limits)
+        builder = lhd_intervals if query.release.model == "lhd" else ke_intervals
+        tree = builder.build(query)
+    except QueryLimitError:
+        raise
+    except UnsupportedQueryError as err:
+        return None, err
+    _check_reads(tree, query.release)
+    return tree, None
+
+
+def _check_reads(
+    tree: exp.Expr,
+    releases: ReleaseInfo | Sequence[ReleaseInfo],
+    public: frozenset[tuple[str, str]] = frozenset(),
+) -> None:
+    """Refuse to return SQL reading anything but the releases, their bounds tables and
+    the public tables the front end let the query join (``public``)."""
     nodes = list(tree.walk())
     ctes = {node.alias for node in nodes if isinstance(node, exp.CTE)}
-    allowed = {(release.schema or "", release.table)}
-    if release.bounds_table is not None:
-        allowed.add((release.bounds_schema, release.bounds_table))
-    if release.table in ctes:
-        raise UnsupportedQueryError(
-            f"release table name {release.table!r} clashes with the rewriter's CTEs"
-        )
+    allowed = set(public)
+    for release in [releases] if isinstance(releases, ReleaseInfo) else releases:
+        allowed.add((release.schema or "", release.table))
+        if release.bounds_table is not None:
+            allowed.add((release.bounds_schema, release.bounds_table))
+        if release.table in ctes:
+            raise UnsupportedQueryError(
+                f"release table name {release.table!r} clashes with the rewriter's CTEs"
+            )
     for node in nodes:
         if isinstance(node, exp.Anonymous | exp.ReadCSV | exp.Command):
             raise _guard(f"calls {node.sql()}")

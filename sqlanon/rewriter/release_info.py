@@ -74,6 +74,9 @@ class ReleaseInfo:
     ``ghosts`` is the number of ghost rows (deleted records that stay members of their
     group or class, MODELS.md "Changing tables"); when positive the release table has
     the column :attr:`ghost_column` and interval answers count real rows only.
+
+    ``source`` is the private table the release was made from (parameters ``"source"``,
+    ``schema.table`` or ``table``): a query may join public data, never that table.
     """
 
     family: str
@@ -87,6 +90,7 @@ class ReleaseInfo:
     ghosts: int = 0
     schema: str | None = None
     bounds_schema: str = BOUNDS_SCHEMA
+    source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.model not in _KEY_COLUMN:
@@ -196,6 +200,7 @@ def catalog_from_rows(
             ghosts=_ghosts(row[5] if len(row) == 6 else None, table_name),
             schema=params["schema"] if isinstance(params.get("schema"), str) else None,
             bounds_schema=str(params.get("bounds_schema") or BOUNDS_SCHEMA),
+            source=str(params["source"]) if params.get("source") else None,
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:
@@ -205,6 +210,20 @@ def catalog_from_rows(
             raise ConfigError(f"family name {family!r} is also the name of a release table")
         catalog[family] = info
     return catalog
+
+
+def private_names(catalog: Catalog) -> frozenset[str]:
+    """Lower-case names no analyst query may read besides a release itself: every name
+    the catalog knows (releases, families), every bounds table and every release's
+    source table (by its last dotted part, whatever the schema)."""
+    found: set[str] = set()
+    for name, info in catalog.items():
+        found |= {name.lower(), info.table.lower()}
+        if info.bounds_table:
+            found.add(info.bounds_table.lower())
+        if info.source:
+            found.add(info.source.rsplit(".", 1)[-1].strip('"').lower())
+    return frozenset(found)
 
 
 def lookup(catalog: Catalog, name: str) -> ReleaseInfo | None:

@@ -41,3 +41,43 @@ SELECT MAX(capital_loss) FROM adult_ke WHERE age > 200 AND capital_loss > 0;
 
 -- columns: avg_capital_loss_low, avg_capital_loss_high, avg_capital_loss_est
 SELECT AVG(capital_loss) FROM adult_ke WHERE NOT (capital_loss IN (1902, 1977)) AND age BETWEEN 20 AND 45;
+
+-- The general front end (issue 25) over the narrow builders: the same checks, plus HAVING
+-- (groups surely passing truly pass, every truly passing group appears) and ORDER BY /
+-- LIMIT (sorted by the estimate, the right number of groups).
+
+-- columns: sex, count_star, count_star_low, count_star_high, count_star_est
+SELECT sex, COUNT(*) FROM adult_ke GROUP BY 1;
+
+-- columns: s, n, n_low, n_high, n_est, loss_low, loss_high, loss_est
+SELECT sex AS s, COUNT(*) AS n, SUM(capital_loss) AS loss FROM adult_ke WHERE age > 30 GROUP BY s;
+
+-- columns: sex, mean_low, mean_high, mean_est, spread_low, spread_high, spread_est, r_low, r_high, r_est
+SELECT sex, SUM(capital_loss) / COUNT(*) AS mean, MAX(capital_loss) - MIN(capital_loss) AS spread, ROUND(AVG(capital_loss) * 1.1, 1) AS r FROM adult_ke WHERE education IS NOT NULL GROUP BY sex;
+
+-- columns: education, n_low, n_high, n_est, total_low, total_high, total_est, having_surely
+SELECT education, COUNT(*) AS n, COALESCE(SUM(capital_loss), 0) AS total FROM adult_ke WHERE capital_loss > 1500 GROUP BY education HAVING COUNT(*) > 10 AND AVG(capital_loss) > 1900;
+
+-- columns: education, loss_low, loss_high, loss_est
+SELECT education, SUM(capital_loss) AS loss FROM adult_ke GROUP BY education ORDER BY loss DESC LIMIT 3 OFFSET 1;
+
+-- columns: education, n, n_low, n_high, n_est
+SELECT education, COUNT(*) AS n FROM adult_ke WHERE age < 40 GROUP BY education ORDER BY 2 DESC, 1;
+
+-- columns: sex, education, n, n_low, n_high, n_est
+WITH t AS (SELECT * FROM adult_ke WHERE age BETWEEN 25 AND 60), u AS (SELECT sex, education, capital_loss AS loss FROM t WHERE education IN ('Masters', 'Bachelors')) SELECT sex, education, COUNT(*) AS n FROM (SELECT * FROM u) AS x GROUP BY ALL;
+
+-- columns: sex, n, n_low, n_high, n_est, mean_low, mean_high, mean_est
+SELECT sex, COUNT(*) AS n, AVG(capital_loss) AS mean FROM adult_ke WHERE age > 45 GROUP BY ROLLUP (sex);
+
+-- columns: version, n, n_low, n_high, n_est, loss_low, loss_high, loss_est
+SELECT 'newest' AS version, COUNT(*) AS n, SUM(capital_loss) AS loss FROM adult_ke WHERE age < 30 UNION ALL SELECT 'first', COUNT(*), SUM(capital_loss) FROM adult_ke_v1 WHERE age < 30;
+
+-- columns: sex, education
+SELECT DISTINCT sex, education FROM adult_ke WHERE age > 70;
+
+-- columns: sex, share_low, share_high, share_est
+SELECT sex, COUNT(*) * 100.0 / SUM(capital_loss) AS share FROM adult_ke WHERE capital_loss > 2000 GROUP BY sex;
+
+-- columns: education, n, n_low, n_high, n_est, having_surely
+SELECT education, COUNT(*) AS n FROM adult_ke GROUP BY education HAVING COUNT(*) > 48 OR SUM(capital_loss) > 100000;
