@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
-from sqlanon.rewriter import ke_intervals, lhd_intervals
+from sqlanon.rewriter import ke_intervals, lhd_general, lhd_intervals
 from sqlanon.rewriter.analyze import analyze
 from sqlanon.rewriter.shape import RELEASE_ALIAS, Shape, atom_column, key_name
 
@@ -48,11 +48,12 @@ def atoms_query(shape: Shape) -> AtomsQuery:
 
 
 def _general(shape: Shape) -> exp.Select:
-    # wired at merge: ke_general.atoms_query / lhd_general.atoms_query
+    if shape.release.model == "lhd":
+        return lhd_general.atoms_query(shape)
+    # wired at merge: ke_general.atoms_query
     raise GeneralNotMerged(
         f"this query over {shape.release.table!r} needs the general rewriter for "
-        f"{'(k,e)' if shape.release.model == 'ke' else 'lHD'} releases "
-        "(general builder not merged)"
+        "(k,e) releases (general builder not merged)"
     )
 
 

@@ -78,8 +78,16 @@ def _equality(node: exp.Expr) -> list[Value] | None:
     if isinstance(node, exp.EQ):
         return [comparand(node.this, node.expression)[0]]
     if isinstance(node, exp.In):
-        return [comparand(node.this, item)[0] for item in node.expressions]
+        return [comparand(node.this, item)[0] for item in _listed(node)]
     return None
+
+
+def _listed(node: exp.In) -> list[exp.Expr]:
+    """The literal list of ``IN (...)``; an IN over a subquery or anything else is not
+    judged here (the caller evaluates it on every leaf of the label, or refuses)."""
+    if node.args.get("query") is not None or node.args.get("unnest") is not None:
+        raise UnsupportedQueryError(f"IN over a subquery is judged on leaves: {node.sql()}")
+    return node.expressions
 
 
 def _chain(kind: type[exp.Expr], nodes: Iterable[exp.Expr]) -> Compiled:
@@ -140,7 +148,7 @@ def _compile(node: exp.Expr) -> Compiled:
             low.number.combine(high.number, kleene_and),
         )
     if isinstance(node, exp.In):
-        return Equalities(_equality(node) or []).compiled()
+        return Equalities([comparand(node.this, item)[0] for item in _listed(node)]).compiled()
     if isinstance(node, exp.Like | exp.ILike):
         if not isinstance(node.this, exp.Column):
             raise UnsupportedQueryError(f"LIKE needs the column on the left: {node.sql()}")

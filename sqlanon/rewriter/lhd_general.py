@@ -104,7 +104,7 @@ def atoms_query(shape: Shape) -> exp.Select:
     lab_cols.append(exp.alias_(exp.Literal.number(1), "one"))  # never an empty SELECT
     lab = exp.select(*lab_cols).from_(exp.alias_(source, RELEASE_ALIAS, table=True), copy=False)
     for join in shape.joins:
-        lab = _joined(lab, join)
+        lab = _joined(lab, join, release)
     ctes.append(("lab", compiler.join_to(lab)))
     ctes.append(("rows", _select(row_cols, "lab", "l")))
     if release.ghosts:
@@ -152,7 +152,16 @@ def _with_class_sizes(release: ReleaseInfo) -> exp.Select:
     ).from_(table, copy=False)
 
 
-def _joined(select: exp.Select, join: PublicJoin) -> exp.Select:
+def _joined(select: exp.Select, join: PublicJoin, release: ReleaseInfo) -> exp.Select:
+    """``select`` joined to a public relation on a condition reading no quasi column: a
+    quasi column's raw value hides under its label, so which lookup row a record joins
+    (or whether it joins at all) would be uncertain, and a join cannot say so."""
+    if read := _quasi_read(join.on, release):
+        raise UnsupportedQueryError(
+            f"a join on the generalized column {sorted(read)[0]!r} of lHD release "
+            f"{release.table!r} is not supported: {_show(join.on)}; filter with "
+            "IN (VALUES ...) or IN (SELECT ...) instead, or join on a sensitive column"
+        )
     relation = join.relation.copy()
     alias = relation.args.get("alias")
     if isinstance(alias, exp.TableAlias):
