@@ -79,10 +79,7 @@ def atoms_query(shape: Shape) -> exp.Select:
         ("rows", _rows(shape, row_filter, every)),
         ("groups", _groups(shape)),
         ("vals", _vals(shape)),
-        (
-            "grp",
-            internal_query(f"SELECT x.gid, COUNT(*) AS n FROM {CTE_PREFIX}vals AS x GROUP BY x.gid"  # noqa: S608 - internal names only
-        ),
+        ("grp", _group_sizes()),
     ]
     for plan in every:
         ctes += atom_ctes(plan)
@@ -153,6 +150,12 @@ def _groups(shape: Shape) -> exp.Query:
         .distinct()
         .from_(exp.alias_(_cte("rows"), "x", table=True), copy=False)
     )
+
+
+def _group_sizes() -> exp.Query:
+    """n per release group: its slots, ghosts included."""
+    vals = CTE_PREFIX + "vals"
+    return internal_query(f"SELECT x.gid, COUNT(*) AS n FROM {vals} AS x GROUP BY x.gid")  # noqa: S608 - internal names only
 
 
 def _vals(shape: Shape) -> exp.Select:
