@@ -77,7 +77,7 @@ def cases(draw: Any, single_type: bool = False) -> Case:
     if draw(st.booleans()):
         terms.append(_term(draw, not single_type and draw(st.booleans())))
     atoms = []
-    for _ in range(draw(st.integers(1, 4))):
+    for _ in range(draw(st.integers(1, 3))):
         func = draw(st.sampled_from(FUNCS))
         arg: str | None = draw(st.sampled_from(F_OF_S))
         if func == "count" and draw(st.booleans()):
@@ -280,7 +280,7 @@ def _check_atom(
 
 
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -383,6 +383,9 @@ def _to_postgres(duck: Any, conn: Any) -> None:
     rows = duck.execute("SELECT a, b, group_id, s, ghost FROM fam_v1").fetchall()
     with conn.cursor() as cur:
         cur.executemany(pgsql.SQL("INSERT INTO fam_v1 VALUES (%s, %s, %s, %s, %s)"), rows)
+    # Without statistics PostgreSQL guesses the crosses huge and JIT-compiles the query
+    # (15 s instead of 30 ms on this tiny table).
+    conn.execute("ANALYZE fam_v1")
 
 
 def _rounded(rows: list[dict[str, Any]]) -> list[tuple]:

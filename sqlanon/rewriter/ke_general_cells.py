@@ -19,6 +19,8 @@ one CTE ``ag<i>``: the plain aggregate over the rows.
 
 from __future__ import annotations
 
+from functools import cache
+
 import sqlglot
 from sqlglot import exp
 
@@ -93,11 +95,17 @@ def name(kind: str, plan: AtomPlan) -> str:
     return f"{kind}{plan.tag}"
 
 
-def internal_query(text: str) -> exp.Query:
-    """A query over the rewriter's own internal names only (never analyst text)."""
+@cache
+def _parsed(text: str) -> exp.Query:
     parsed = sqlglot.parse_one(text)
     assert isinstance(parsed, exp.Query)
     return parsed
+
+
+def internal_query(text: str) -> exp.Query:
+    """A query over the rewriter's own internal names only (never analyst text); parsed
+    once per distinct text and copied on every use."""
+    return _parsed(text).copy()
 
 
 def _t(kind: str, plan: AtomPlan | None = None) -> str:
