@@ -156,7 +156,9 @@ def _agg_sql(func: str, arg: str | None, flt: str | None, q: float | None) -> st
     body = {
         "count": f"COUNT({arg or '*'})",
         "count_distinct": f"COUNT(DISTINCT {arg})",
-        "quantile_cont": f"QUANTILE_CONT({arg}, {q})",
+        # DuckDB interpolates a DECIMAL in its scale (truncating: 1.375 -> 1.3); the
+        # builder bounds the interpolation itself, as PostgreSQL computes it (double).
+        "quantile_cont": f"QUANTILE_CONT(CAST({arg} AS DOUBLE), {q})",
         "quantile_disc": f"QUANTILE_DISC({arg}, {q})",
     }.get(func, f"{func.upper()}({arg})")
     return body + (f" FILTER (WHERE {flt})" if flt else "")
