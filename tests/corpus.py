@@ -147,7 +147,8 @@ class Engine:
 
 
 class Refused(Exception):
-    """sqlanon refused the query (UnsupportedQueryError, SQLSTATE 0A000 or 54000)."""
+    """sqlanon refused the query (UnsupportedQueryError, SQLSTATE 0A000 or 54000), or
+    PostgreSQL did for lack of a privilege (42501)."""
 
 
 def build(engine: Engine, n_rows: int, added: int) -> dict[str, Any]:
@@ -519,7 +520,9 @@ class PostgresEngine(Engine):
             found = self.analyst.execute("SELECT * FROM sqlanon.interval_json(%s)", [sql])
             return [dict(r[0]) for r in found.fetchall()]
         except psycopg.Error as exc:
-            if exc.sqlstate in ("0A000", "54000"):
+            # 42501: the query reads a table the analyst may not (a release's source:
+            # PostgreSQL hides sources from analysts, so their own rights refuse it)
+            if exc.sqlstate in ("0A000", "54000", "42501"):
                 raise Refused(_line(exc).split(" CONTEXT:")[0]) from exc
             raise
 

@@ -31,7 +31,6 @@ from sqlanon.errors import QueryLimitError, SqlanonError, UnsupportedQueryError
 from sqlanon.rewriter import ke_intervals, lhd_intervals
 from sqlanon.rewriter.analyze import analyze
 from sqlanon.rewriter.answer import answer
-from sqlanon.rewriter.atoms import GeneralNotMerged
 from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line
 from sqlanon.rewriter.normalize import normalize
 from sqlanon.rewriter.release_info import (
@@ -80,15 +79,12 @@ def rewrite(
                 raise
 
     try:
-        tree, refusal = _narrow(sql, catalog, dialect, limits)
+        tree = _narrow(sql, catalog, dialect, limits)
         step()
         if tree is None:
-            try:
-                plan = normalize(sql, catalog, dialect, limits)
-                step()
-                tree = answer(plan)
-            except GeneralNotMerged as missing:  # until merged, the narrow message says more
-                raise (refusal or missing) from None
+            plan = normalize(sql, catalog, dialect, limits)
+            step()
+            tree = answer(plan)
             step()
             releases = [b.shape.release for b in plan.branches]
             _check_reads(tree, releases, plan.public)
@@ -109,21 +105,19 @@ def rewrite(
         ) from exc
 
 
-def _narrow(
-    sql: str, catalog: Catalog, dialect: str, limits: QueryLimits
-) -> tuple[exp.Select | None, UnsupportedQueryError | None]:
-    """The narrow builders' answer, exactly as before the general rewriter, or None and
-    why not (then the general path answers the query or says why not)."""
+def _narrow(sql: str, catalog: Catalog, dialect: str, limits: QueryLimits) -> exp.Select | None:
+    """The narrow builders' answer, exactly as before the general rewriter, or None
+    (then the general path answers the query or says why not)."""
     try:
         query = analyze(sql, catalog, dialect, limits)
         builder = lhd_intervals if query.release.model == "lhd" else ke_intervals
-        tree = builder.build(query)
+        tree: exp.Select = builder.build(query)
     except QueryLimitError:
         raise
-    except UnsupportedQueryError as err:
-        return None, err
+    except UnsupportedQueryError:
+        return None
     _check_reads(tree, query.release)
-    return tree, None
+    return tree
 
 
 def _check_reads(

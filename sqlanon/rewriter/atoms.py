@@ -17,15 +17,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
-from sqlanon.rewriter import ke_intervals, lhd_general, lhd_intervals
+from sqlanon.rewriter import ke_general, ke_intervals, lhd_general, lhd_intervals
 from sqlanon.rewriter.analyze import analyze
 from sqlanon.rewriter.shape import RELEASE_ALIAS, Shape, atom_column, key_name
 
 _NARROW = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}
-
-
-class GeneralNotMerged(UnsupportedQueryError):
-    """The branch needs a general atom builder this build does not have yet."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +46,7 @@ def atoms_query(shape: Shape) -> AtomsQuery:
 def _general(shape: Shape) -> exp.Select:
     if shape.release.model == "lhd":
         return lhd_general.atoms_query(shape)
-    # wired at merge: ke_general.atoms_query
-    raise GeneralNotMerged(
-        f"this query over {shape.release.table!r} needs the general rewriter for "
-        "(k,e) releases (general builder not merged)"
-    )
+    return ke_general.atoms_query(shape)
 
 
 def _plain(node: exp.Expr | None) -> bool:

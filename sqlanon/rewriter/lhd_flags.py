@@ -321,7 +321,12 @@ def leaf_judge(
         pairs += [(None, None), ("*", None)]
     numeric = not domain.leaves or all(_is_number(leaf) for _, leaf in pairs if leaf is not None)
     leaf: exp.Expr = exp.column("leaf", table="lv")
-    if numeric:
+    if numeric and all(float(x).is_integer() for _, x in pairs if x is not None):
+        # Whole numbers are read as integers, as an integer column is: PostgreSQL divides
+        # them as integers (age / 10) and has no % for doubles.
+        pairs = [(label, x if x is None else str(int(float(x)))) for label, x in pairs]
+        leaf = exp.Cast(this=leaf, to=exp.DataType.build("BIGINT"))
+    elif numeric:
         leaf = exp.Cast(this=leaf, to=_DOUBLE.copy())
 
     def on_leaf(node: exp.Expr) -> exp.Expr:

@@ -78,6 +78,7 @@ def atoms_query(shape: Shape) -> exp.Select:
         )
     compiler = FlagCompiler(release, RELEASE_ALIAS, _key, lambda t: t.copy(), by_leaves=True)
     where = compiler.compile(shape.where) if shape.where is not None else None
+    _check_keys(shape)
     keys = [key_name(j) for j in range(len(shape.keys))]
     lab_cols: list[exp.Expr] = [
         exp.alias_(k.copy(), name) for k, name in zip(shape.keys, keys, strict=True)
@@ -150,6 +151,21 @@ def _with_class_sizes(release: ReleaseInfo) -> exp.Select:
     return exp.select(
         exp.Column(this=exp.Star(), table=exp.to_identifier("t")), exp.alias_(size, _N_CLASS)
     ).from_(table, copy=False)
+
+
+def _check_keys(shape: Shape) -> None:
+    """A quasi column groups by its published label (``GROUP BY age``); an expression of
+    one (``CASE WHEN age < 30 ...``, ``floor(age / 10)``) reads the raw value, which the
+    label hides, so which group a record falls in would be uncertain: refused."""
+    for key in shape.keys:
+        if isinstance(key, exp.Column):
+            continue
+        if read := _quasi_read(key, shape.release):
+            raise UnsupportedQueryError(
+                f"GROUP BY an expression of the generalized column {sorted(read)[0]!r} is "
+                f"not supported on lHD release {shape.release.table!r}: {_show(key)}; "
+                f"group by the published label ({sorted(read)[0]}) instead"
+            )
 
 
 def _joined(select: exp.Select, join: PublicJoin, release: ReleaseInfo) -> exp.Select:

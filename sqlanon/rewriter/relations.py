@@ -293,7 +293,17 @@ def _check_public(table: exp.Table, ctx: Context) -> None:
             f"table {table.sql()} is private (a release's source or sqlanon's state); "
             "only public tables may be joined"
         )
+    if not table.db and (schema := _release_schema(ctx.catalog)) is not None:
+        # PostgreSQL runs the answer with a pinned search path: an unqualified lookup
+        # table is the one beside the releases (still read with the analyst's rights)
+        table.set("db", exp.to_identifier(schema, quoted=True))
     ctx.public.add((table.db, table.name))
+
+
+def _release_schema(catalog: Catalog) -> str | None:
+    """The one schema every release of the catalog names (PostgreSQL), else None."""
+    schemas = {info.schema for info in catalog.values()}
+    return schemas.pop() if len(schemas) == 1 else None
 
 
 def _uncorrelated(select: exp.Select) -> None:
