@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
+from sqlanon.rewriter import rewrite
 from tests.test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
 
 AGGS = {
@@ -420,3 +421,45 @@ def test_condition_on_s_over_runs_spanning_blocks(values: list[int], seed: int, 
         assert out[0]["sm_low"] is None and out[0]["c_high"] == 0
         return
     assert {name: out[0][name] for name in expected} == expected
+
+
+QUANTILE_QUERIES = [
+    "SELECT b, MEDIAN(s) AS m FROM fam WHERE a < 2 GROUP BY b",
+    "SELECT quantile_disc(s, 0.7) AS m FROM fam",
+    "SELECT b, quantile_cont(s, 0.3) AS m FROM fam GROUP BY b",
+    "SELECT a, percentile_disc(0.5) WITHIN GROUP (ORDER BY s) AS m FROM fam GROUP BY a",
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(releases(max_size=6), st.sampled_from(QUANTILE_QUERIES))
+def test_quantiles_without_a_condition_on_s_are_exact(release: Any, query: str) -> None:
+    """Quantiles of S from the bounds table's runs: low and high are the least and the
+    greatest answer over every assignment of each group's values to its records."""
+    rows, groups = release
+    con, info = build(rows, groups)
+    sql = rewrite(query, catalog_of(info))
+    assert "sqlanon_qpool" in sql  # the bounds-table path, not the general builder
+    out = {tuple(r[:-3]): r[-3:] for r in con.execute(sql).fetchall()}
+    members = {g: [i for i, h in enumerate(groups) if h == g] for g in sorted(set(groups))}
+    seen: dict[tuple[Any, ...], list[float]] = {}
+    choices = [set(itertools.permutations([rows[i]["s"] for i in m])) for m in members.values()]
+    con.execute("CREATE OR REPLACE TEMP TABLE world (a INTEGER, b VARCHAR, s INTEGER)")
+    for perms in itertools.product(*choices):
+        held = {
+            i: v
+            for m, p in zip(members.values(), perms, strict=True)
+            for i, v in zip(m, p, strict=True)
+        }
+        con.execute("DELETE FROM world")
+        con.executemany(
+            "INSERT INTO world VALUES (?, ?, ?)",
+            [(r["a"], r["b"], held[i]) for i, r in enumerate(rows)],
+        )
+        for row in con.execute(query.replace("FROM fam", "FROM world")).fetchall():
+            seen.setdefault(tuple(row[:-1]), []).append(float(row[-1]))
+    assert set(seen) == set(out)
+    for key, values in seen.items():
+        low, high, est = out[key]
+        assert low == pytest.approx(min(values)) and high == pytest.approx(max(values))
+        assert low - EPS <= est <= high + EPS

@@ -79,6 +79,7 @@ class AggregateItem:
     func: str
     column: str | None
     name: str
+    fraction: float | None = None  # quantile_cont / quantile_disc (general front end)
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,8 @@ def _branch(
     prefix = f"{CTE_PREFIX}b{index}_"
     base = exp.select("*").from_(
         exp.Subquery(
-            this=atoms.tree, alias=exp.TableAlias(this=exp.to_identifier(f"{CTE_PREFIX}a"))
+            this=_renamed(atoms.tree, prefix),
+            alias=exp.TableAlias(this=exp.to_identifier(f"{CTE_PREFIX}a")),
         )
     )
     ctes: list[tuple[str, exp.Expr]] = [(f"{prefix}l0", base)]
@@ -140,6 +141,25 @@ def _branch(
         out = out.where(keep, copy=False)
     ctes.append((f"{prefix}out", out))
     return ctes, member
+
+
+def _renamed(tree: exp.Query, prefix: str) -> exp.Query:
+    """``tree`` with its CTEs renamed ``<prefix><name>``: each branch's atoms query has
+    CTEs of the same names, and some dialects (Spark) hoist nested CTEs to the top."""
+    names = {cte.alias for cte in tree.find_all(exp.CTE)}
+    if not names:
+        return tree
+
+    def rename(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.CTE) and node.alias in names:
+            node.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + node.alias)))
+        elif isinstance(node, exp.Table) and not node.db and node.name in names:
+            node.set("this", exp.to_identifier(prefix + node.name))
+        return node
+
+    renamed = tree.transform(rename)
+    assert isinstance(renamed, exp.Query)
+    return renamed
 
 
 def _hidden_names(branch: Branch) -> list[str]:

@@ -19,6 +19,7 @@ from sqlglot import exp
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
 from sqlanon.rewriter import ke_general, ke_intervals, lhd_general, lhd_intervals
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query, analyze
+from sqlanon.rewriter.ke_quantiles import QUANTILES
 from sqlanon.rewriter.shape import RELEASE_ALIAS, Shape, atom_column, key_name
 
 _NARROW = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}
@@ -46,8 +47,8 @@ def atoms_query(shape: Shape) -> AtomsQuery:
 
 
 def _ke_cells(shape: Shape) -> AtomsQuery | None:
-    """A (k,e) branch whose atoms are COUNT/SUM/AVG/MIN/MAX of S (or COUNT of anything)
-    without FILTER and whose keys and WHERE are any expressions, S read only by WHERE
+    """A (k,e) branch whose atoms are COUNT/SUM/AVG/MIN/MAX/quantiles of S (or COUNT of
+    anything) without FILTER and whose keys and WHERE are any expressions, S read only by WHERE
     terms of S alone: the narrow builder's cells, grouped by the key expressions, and
     its bounds-table lookups (a sort of nothing at query time, where the general
     builder ranks every group's values per cell)."""
@@ -61,14 +62,14 @@ def _ke_cells(shape: Shape) -> AtomsQuery | None:
         GroupItem(key_name(i), key_name(i)) for i in range(len(shape.keys))
     ]
     for i, atom in enumerate(shape.atoms):
-        if atom.func not in _NARROW or atom.where is not None or atom.fraction is not None:
+        if atom.func not in (*_NARROW, *QUANTILES) or atom.where is not None:
             return None
         if atom.arg is not None and not _plain(atom.arg):
             return None
         column = atom.arg.name if isinstance(atom.arg, exp.Column) else None
         if atom.func != "count" and column != sensitive:
             return None
-        items.append(AggregateItem(atom.func, column, f"a{i}"))
+        items.append(AggregateItem(atom.func, column, f"a{i}", atom.fraction))
     group_by = tuple(key_name(i) for i in range(len(shape.keys)))
     query = Query(shape.release, tuple(items), group_by, shape.where, (), None, shape.keys)
     try:

@@ -19,6 +19,7 @@ one CTE ``ag<i>``: the plain aggregate over the rows.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import cache
 
 import sqlglot
@@ -258,8 +259,13 @@ def quantile_ranks(plan: AtomPlan) -> tuple[str, str, str, str]:
     n = "GREATEST(a.nlo, 1)"
     q = f"CAST({float(plan.atom.fraction or 0.0)!r} AS DOUBLE)"
     if plan.func == "quantile_disc":
-        rank = f"GREATEST(1, CEIL({q} * {n}))"
-        return rank, rank, f"{n} - {rank} + 1", f"{n} - {rank} + 1"
+        # ceil(q*N) in DOUBLE (PostgreSQL) or DECIMAL (DuckDB) differ when q*N is a whole
+        # number (0.7 * 10): the low side reads the lesser rank, the high side the greater
+        exact = format(Decimal(repr(float(plan.atom.fraction or 0.0))), "f")
+        dec = f"CAST({exact} AS DECIMAL(38, 18))"
+        at = [f"CEIL({x} * {n})" for x in (dec, q)]
+        low, high = (f"GREATEST(1, {f}({at[0]}, {at[1]}))" for f in ("LEAST", "GREATEST"))
+        return low, low, f"{n} - {high} + 1", f"{n} - {high} + 1"
     rn = f"{q} * ({n} - 1)"
     return f"FLOOR({rn}) + 1", f"CEIL({rn}) + 1", f"{n} - FLOOR({rn})", f"{n} - CEIL({rn})"
 

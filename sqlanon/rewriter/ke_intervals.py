@@ -50,6 +50,12 @@ from sqlanon.errors import UnsupportedQueryError
 from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query
 from sqlanon.rewriter.ke_cells import CellPlan, plan_cells, select_cells
+from sqlanon.rewriter.ke_quantiles import (
+    QUANTILES,
+    quantile_columns,
+    quantile_ctes,
+    quantile_items,
+)
 from sqlanon.rewriter.ke_sensitive_where import predicate_cells, predicate_columns
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import finish
@@ -110,6 +116,11 @@ def build(query: Query) -> exp.Select:
         ctes: list[tuple[str, exp.Query]] = [("sel", select_cells(plan, qi_pred))]
         ctes += _exact_cells(plan)
         columns = _exact_columns(plan)
+        if quantile_items(plan):
+            ctes += quantile_ctes(plan, ctes[-1][0])
+            columns |= quantile_columns(plan)
+    elif quantile_items(plan):
+        raise UnsupportedQueryError("quantiles under a condition on S take the general path")
     else:
         ctes = predicate_cells(plan, select_cells(plan, qi_pred), s_pred)
         columns = predicate_columns(plan)
@@ -195,6 +206,8 @@ def _exact_columns(plan: CellPlan) -> dict[str, dict[str, exp.Expr]]:
     out: dict[str, dict[str, exp.Expr]] = {}
     total = "CAST(c.m AS DOUBLE) * CAST(c.total AS DOUBLE) / c.n"
     for agg in plan.query.aggregates:
+        if agg.func in QUANTILES:
+            continue  # ke_quantiles.quantile_columns
         if agg.func == "count":
             m = plan.counts.get(agg.column, "m")
             value = _f(f"SUM(c.{m})") if plan.query.group_by else _f(f"COALESCE(SUM(c.{m}), 0)")
