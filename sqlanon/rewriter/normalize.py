@@ -96,7 +96,7 @@ class Plan:
     order: tuple[OrderKey, ...] = ()
     limit: int | None = None
     offset: int | None = None
-    #: the named public tables its semi-joins read, as (schema, name), checked public
+    #: the named public tables its joins and semi-joins read, as (schema, name), checked public
     public: frozenset[tuple[str, str]] = frozenset()
 
     @property
