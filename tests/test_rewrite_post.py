@@ -28,7 +28,11 @@ number = st.integers(-50, 50).map(lambda i: exp.Literal.number(i))
 
 
 def _unary(kind: type[exp.Expr]) -> Any:
-    return lambda x: kind(this=x)
+    return lambda x: kind(this=exp.Paren(this=x) if kind is exp.Neg else x)
+
+
+def _p(node: exp.Expr) -> exp.Expr:
+    return exp.Paren(this=node)
 
 
 def expressions() -> st.SearchStrategy[exp.Expr]:
@@ -37,10 +41,14 @@ def expressions() -> st.SearchStrategy[exp.Expr]:
     def extend(inner: st.SearchStrategy[exp.Expr]) -> st.SearchStrategy[exp.Expr]:
         pairs = st.tuples(inner, inner)
         return st.one_of(
-            pairs.map(lambda p: exp.Add(this=p[0], expression=p[1])),
-            pairs.map(lambda p: exp.Sub(this=p[0], expression=p[1])),
-            pairs.map(lambda p: exp.Mul(this=p[0], expression=p[1])),
-            pairs.map(lambda p: exp.Div(this=p[0], expression=p[1], typed=False, safe=False)),
+            # operands in parentheses: the truth runs the tree's SQL text, which sqlglot
+            # prints without the parentheses a tree like a - (b + c) needs
+            pairs.map(lambda p: exp.Add(this=_p(p[0]), expression=_p(p[1]))),
+            pairs.map(lambda p: exp.Sub(this=_p(p[0]), expression=_p(p[1]))),
+            pairs.map(lambda p: exp.Mul(this=_p(p[0]), expression=_p(p[1]))),
+            pairs.map(
+                lambda p: exp.Div(this=_p(p[0]), expression=_p(p[1]), typed=False, safe=False)
+            ),
             inner.map(_unary(exp.Neg)),
             inner.map(_unary(exp.Floor)),
             inner.map(_unary(exp.Ceil)),
@@ -162,8 +170,8 @@ def conditions() -> st.SearchStrategy[exp.Expr]:
     def extend(inner: st.SearchStrategy[exp.Expr]) -> st.SearchStrategy[exp.Expr]:
         pairs = st.tuples(inner, inner)
         return st.one_of(
-            pairs.map(lambda p: exp.And(this=p[0], expression=p[1])),
-            pairs.map(lambda p: exp.Or(this=p[0], expression=p[1])),
+            pairs.map(lambda p: exp.And(this=_p(p[0]), expression=_p(p[1]))),
+            pairs.map(lambda p: exp.Or(this=_p(p[0]), expression=_p(p[1]))),
             inner.map(lambda c: exp.Not(this=exp.Paren(this=c))),
         )
 

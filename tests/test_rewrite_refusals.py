@@ -51,29 +51,12 @@ CATALOG = catalog_of(INFO)
         ("SELECT COUNT(*) FROM adult_ke_v2_bounds", "not a release"),
         ("SELECT COUNT(*) FROM main.adult_ke", "main.adult_ke is not a release"),
         ("SELECT COUNT(*) FROM read_csv('adult.csv')", "READ_CSV"),
-        ("SELECT SUM(age) FROM adult_ke", "SUM over the non-sensitive column 'age'"),
-        ("SELECT AVG(age) FROM adult_ke", "AVG over the non-sensitive column 'age'"),
-        ("SELECT MAX(sex) FROM adult_ke", "MAX over the non-sensitive column 'sex'"),
-        ("SELECT COUNT(DISTINCT capital_loss) FROM adult_ke", "COUNT(DISTINCT"),
-        ("SELECT SUM(capital_loss * 2) FROM adult_ke", "SUM(capital_loss * 2)"),
         ("SELECT capital_loss FROM adult_ke", "neither aggregated nor in GROUP BY"),
         ("SELECT * FROM adult_ke", "SELECT *"),
         (
             "SELECT capital_loss, COUNT(*) FROM adult_ke GROUP BY capital_loss",
-            "GROUP BY the permuted sensitive column",
+            "reads the permuted column 'capital_loss'",
         ),
-        ("SELECT COUNT(*) FROM adult_ke GROUP BY age + 1", "age + 1"),
-        (
-            "SELECT COUNT(*) FROM adult_ke WHERE age > 30 OR capital_loss > 2000",
-            "age > 30 OR capital_loss > 2000",
-        ),
-        (
-            "SELECT COUNT(*) FROM adult_ke WHERE NOT (age > 30 AND capital_loss > 2000)",
-            "NOT (age > 30 AND capital_loss > 2000)",
-        ),
-        ("SELECT COUNT(*) FROM adult_ke WHERE capital_loss > age", "capital_loss > age"),
-        ("SELECT COUNT(*) FROM adult_ke WHERE length(sex) = 4", "LENGTH(sex)"),
-        ("SELECT COUNT(*) FROM adult_ke WHERE age + 1 > 30", "Add in WHERE"),
         ("SELECT COUNT(*) FROM adult_ke WHERE salary > 3", "'salary' is not published"),
         ("SELECT COUNT(*) FROM adult_ke AS a WHERE b.age > 3", "b.age does not belong"),
         ("SELECT COUNT(*) FROM adult_ke UNION SELECT COUNT(*) FROM adult_ke", "UNION"),
@@ -89,10 +72,8 @@ def test_refused_with_the_offending_part(sql: str, part: str) -> None:
     assert part.lower() in str(err.value).lower(), str(err.value)
 
 
-#: Refused by the narrow dialect, answered since issue 25 (tests/test_rewrite_normalize.py
-#: and the fixtures check the answers). The refusals above that the general atom builders
-#: will answer (SUM(age), WHERE length(sex) = 4, ...) keep the narrow builders' message
-#: until those builders are merged.
+#: Refused by the narrow dialect, answered since issue 25 (tests/test_rewrite_normalize.py,
+#: the general builders' property tests, the fixtures and the corpus check the answers).
 NOW_ANSWERED = [
     "SELECT COUNT(*) FROM (SELECT * FROM adult_ke) AS x",
     "WITH x AS (SELECT * FROM adult_ke) SELECT COUNT(*) FROM x",
@@ -104,6 +85,17 @@ NOW_ANSWERED = [
     "SELECT sex, COUNT(*) AS n FROM adult_ke GROUP BY sex ORDER BY n",
     "SELECT COUNT(*) FROM adult_ke LIMIT 1 OFFSET 2",
     "SELECT COUNT(1) FROM adult_ke",
+    "SELECT SUM(age) FROM adult_ke",
+    "SELECT AVG(age) FROM adult_ke",
+    "SELECT MAX(sex) FROM adult_ke",
+    "SELECT COUNT(DISTINCT capital_loss) FROM adult_ke",
+    "SELECT SUM(capital_loss * 2) FROM adult_ke",
+    "SELECT COUNT(*) FROM adult_ke GROUP BY age + 1",
+    "SELECT COUNT(*) FROM adult_ke WHERE age > 30 OR capital_loss > 2000",
+    "SELECT COUNT(*) FROM adult_ke WHERE NOT (age > 30 AND capital_loss > 2000)",
+    "SELECT COUNT(*) FROM adult_ke WHERE capital_loss > age",
+    "SELECT COUNT(*) FROM adult_ke WHERE length(sex) = 4",
+    "SELECT COUNT(*) FROM adult_ke WHERE age + 1 > 30",
 ]
 
 

@@ -210,6 +210,31 @@ def test_interval_answers_on_spark_contain_the_true_answer(
         assert answer[name] == (value if value is None else pytest.approx(value)), name
 
 
+#: Everyday analyst SQL (issue 25) valid in Spark's and DuckDB's dialects.
+EVERYDAY = [
+    "SELECT CASE WHEN age < 40 THEN 'young' ELSE 'old' END AS band, COUNT(*) AS n,"
+    " AVG(loss) AS mean FROM people_ke GROUP BY 1 ORDER BY 1",
+    "SELECT sex, SUM(loss) AS total FROM people_ke GROUP BY sex HAVING SUM(loss) > 1000",
+    "SELECT sex, COUNT(*) AS n FROM people_ke WHERE age > 50 OR loss > 40 GROUP BY sex",
+    "WITH t AS (SELECT *, age + 1 AS next FROM people_ke WHERE sex = 'F')"
+    " SELECT next > 40 AS older, SUM(loss) AS s FROM t GROUP BY 1",
+    "SELECT sex, SUM(loss) / COUNT(*) AS per_head, MAX(loss) - MIN(loss) AS spread"
+    " FROM people_ke GROUP BY sex",
+    "SELECT sex, percentile_cont(0.5) WITHIN GROUP (ORDER BY loss) AS med FROM people_ke"
+    " GROUP BY sex",
+    "SELECT sex, COUNT(*) FILTER (WHERE loss > 30) AS many FROM people_ke GROUP BY ROLLUP (sex)",
+]
+
+
+@pytest.mark.parametrize("query", EVERYDAY)
+def test_everyday_sql_on_spark_gives_duckdbs_intervals(
+    spark: Any, released: dict[str, Any], query: str
+) -> None:
+    on_spark = sorted(map(rounded, sqlanon.interval(spark, query)), key=str)
+    on_duckdb = sorted(map(rounded, sqlanon.interval(released["con"], query)), key=str)
+    assert on_spark == on_duckdb
+
+
 def test_rewrite_for_spark_runs_on_spark(spark: Any, released: dict[str, Any]) -> None:
     sql = sqlanon.rewrite("SELECT sex, SUM(loss) AS l FROM people_ke GROUP BY sex", spark, "spark")
     assert "`" in sql or "people_ke" in sql

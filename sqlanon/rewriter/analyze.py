@@ -98,6 +98,15 @@ class Query:
     where: exp.Expr | None
     order: tuple[OrderItem, ...]
     limit: int | None
+    #: per ``group_by`` entry, the expression of release columns it groups by when it is
+    #: not the column of that name (the general front end's keys, see rewriter.atoms)
+    key_exprs: tuple[exp.Expr, ...] | None = None
+
+    def key(self, index: int) -> exp.Expr:
+        """The expression of group key ``index`` over canonical release columns."""
+        if self.key_exprs is not None:
+            return self.key_exprs[index]
+        return exp.column(self.group_by[index], quoted=True)
 
     @property
     def aggregates(self) -> tuple[AggregateItem, ...]:

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
 from sqlanon.rewriter import ke_general, ke_intervals, lhd_general, lhd_intervals
-from sqlanon.rewriter.analyze import analyze
+from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query, analyze
 from sqlanon.rewriter.shape import RELEASE_ALIAS, Shape, atom_column, key_name
 
 _NARROW = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}
@@ -38,9 +38,49 @@ class AtomsQuery:
 def atoms_query(shape: Shape) -> AtomsQuery:
     """The atoms query of ``shape`` (see :mod:`sqlanon.rewriter.shape`)."""
     narrow = _narrow(shape)
+    if narrow is None and shape.release.model == "ke":
+        narrow = _ke_cells(shape)
     if narrow is not None:
         return narrow
     return AtomsQuery(_general(shape), may_null=True)
+
+
+def _ke_cells(shape: Shape) -> AtomsQuery | None:
+    """A (k,e) branch whose atoms are COUNT/SUM/AVG/MIN/MAX of S (or COUNT of anything)
+    without FILTER and whose keys and WHERE are any expressions, S read only by WHERE
+    terms of S alone: the narrow builder's cells, grouped by the key expressions, and
+    its bounds-table lookups (a sort of nothing at query time, where the general
+    builder ranks every group's values per cell)."""
+    sensitive = shape.release.sensitive[0]
+    parts = [*shape.keys, *([shape.where] if shape.where is not None else [])]
+    if shape.joins or not shape.atoms or any(p.find(exp.Query, exp.Subquery) for p in parts):
+        return None
+    if any(c.name == sensitive for k in shape.keys for c in k.find_all(exp.Column)):
+        return None
+    items: list[GroupItem | AggregateItem] = [
+        GroupItem(key_name(i), key_name(i)) for i in range(len(shape.keys))
+    ]
+    for i, atom in enumerate(shape.atoms):
+        if atom.func not in _NARROW or atom.where is not None or atom.fraction is not None:
+            return None
+        if atom.arg is not None and not _plain(atom.arg):
+            return None
+        column = atom.arg.name if isinstance(atom.arg, exp.Column) else None
+        if atom.func != "count" and column != sensitive:
+            return None
+        items.append(AggregateItem(atom.func, column, f"a{i}"))
+    group_by = tuple(key_name(i) for i in range(len(shape.keys)))
+    query = Query(shape.release, tuple(items), group_by, shape.where, (), None, shape.keys)
+    try:
+        tree = ke_intervals.build(query)
+    except UnsupportedQueryError:  # a condition mixing S with other columns
+        return None
+    return AtomsQuery(tree, may_null=False, exact=_exact_atoms(tree, len(shape.atoms)))
+
+
+def _exact_atoms(tree: exp.Select, count: int) -> frozenset[int]:
+    names = {e.alias_or_name for e in tree.expressions}
+    return frozenset(i for i in range(count) if f"a{i}" in names)
 
 
 def _general(shape: Shape) -> exp.Select:
@@ -87,6 +127,4 @@ def _narrow(shape: Shape) -> AtomsQuery | None:
         raise
     except UnsupportedQueryError:  # e.g. a (k,e) condition mixing S and QI under OR
         return None
-    names = {e.alias_or_name for e in tree.expressions}
-    exact = frozenset(i for i in range(len(shape.atoms)) if f"a{i}" in names)
-    return AtomsQuery(tree, may_null=False, exact=exact)
+    return AtomsQuery(tree, may_null=False, exact=_exact_atoms(tree, len(shape.atoms)))

@@ -67,7 +67,7 @@ def select_cells(plan: CellPlan, qi_pred: exp.Expr | None) -> exp.Select:
     query = plan.query
     key = query.release.key_column
     columns: list[exp.Expr] = [
-        exp.alias_(_col("t", c), g) for c, g in zip(query.group_by, plan.groups, strict=True)
+        exp.alias_(_qualified(query.key(i), "t"), g) for i, g in enumerate(plan.groups)
     ]
     columns.append(exp.alias_(_col("t", key), "gid"))
     for arg, m in plan.counts.items():
@@ -81,4 +81,5 @@ def select_cells(plan: CellPlan, qi_pred: exp.Expr | None) -> exp.Select:
         # record: m counts real rows only, n (bounds table, grp) counts every slot.
         ghost = exp.func("COALESCE", _col("t", query.release.ghost_column), exp.false())
         sel = sel.where(exp.not_(ghost), copy=False)
-    return sel.group_by(*[_col("t", c) for c in query.group_by], _col("t", key), copy=False)
+    keys = [_qualified(query.key(i), "t") for i in range(len(plan.groups))]
+    return sel.group_by(*keys, _col("t", key), copy=False)
