@@ -297,10 +297,10 @@ PG_FUNCTIONS = frozenset(
     abs array_agg array_length avg bool_and bool_or cardinality ceil ceiling concat
     convert_to count current_schema current_setting dense_rank encode exp floor format
     format_type generate_series hashtext hashtextextended jsonb_agg jsonb_array_elements_text
-    jsonb_build_array jsonb_build_object jsonb_typeof length ln lower max md5 min mod now
+    jsonb_build_array jsonb_build_object jsonb_typeof left length ln lower max md5 min mod now
     pg_advisory_lock pg_advisory_unlock pg_advisory_xact_lock pg_size_bytes
     pg_try_advisory_xact_lock power quote_ident random rank regexp_replace replace round
-    row_number set_config sha256 sign sqrt stddev_pop string_agg substr sum to_jsonb trunc
+    right row_number set_config sha256 sign sqrt stddev_pop string_agg substr sum to_jsonb trunc
     unnest upper var_pop
     """.split()
 )

@@ -31,12 +31,6 @@ KNOWN_REFUSED = frozenset(
     {
         "ke/count_filter",
         "ke/derived_flag",
-        "ke/join_lookup",
-        "ke/join_lookup_where",
-        "ke/left_join_lookup",
-        "ke/report_join_rollup",
-        "ke/rollup_grouping",
-        "ke/where_substr",
         "lhd/count_distinct_quasi",
         "lhd/cte_band",
         "lhd/dashboard_bands",

@@ -229,7 +229,12 @@ def test_values_join_and_semi_joins() -> None:
     [
         ("SELECT SUM(capital_loss) OVER () FROM adult_ke", "window function"),
         ("SELECT COUNT(*) FROM adult_ke a JOIN adult_ke b ON a.age = b.age", "join"),
-        ("SELECT COUNT(*) FROM adult_ke JOIN public.t ON t.a = adult_ke.age", "join"),
+        ("SELECT COUNT(*) FROM adult_ke JOIN public.t ON t.a > adult_ke.age", "conjunction"),
+        ("SELECT COUNT(*) FROM adult_ke a JOIN sqlanon.t ON t.a = a.age", "private"),
+        ("SELECT COUNT(*) FROM adult_ke a JOIN adult ON adult.a = a.age", "private"),
+        ("SELECT COUNT(*) FROM adult_ke a, t WHERE t.a = a.age", "without ON"),
+        ("SELECT COUNT(*) FROM adult_ke a JOIN t USING (age)", "without ON"),
+        ("SELECT GROUPING(age), COUNT(*) FROM adult_ke GROUP BY ROLLUP (sex)", "not a GROUP BY"),
         ("SELECT COUNT(*) FROM adult_ke WHERE age IN (SELECT age FROM adult_ke)", "subquery"),
         ("SELECT COUNT(*) FROM adult_ke WHERE age IN (SELECT a FROM main.adult)", "private"),
         ("SELECT COUNT(*) FROM adult_ke WHERE age IN (SELECT a FROM sqlanon.members)", "private"),
@@ -269,3 +274,49 @@ def test_catalog_carries_the_private_source() -> None:
     assert CATALOG["adult_ke"].source == "main.adult"
     info = ReleaseInfo("f", 1, "f_v1", "ke", ("a",), ("s",), "f_v1_bounds")
     assert info.source is None
+
+
+def test_join_of_a_named_table_carries_the_guard() -> None:
+    p = plan(
+        "SELECT l.level, COUNT(*) FROM adult_ke AS a LEFT JOIN public.edu_level AS l "
+        "ON l.education = a.education AND l.sex = lower(a.sex) GROUP BY l.level"
+    )
+    (join,) = p.branches[0].shape.joins
+    assert join.alias == "l" and join.kind == "LEFT" and isinstance(join.relation, exp.Subquery)
+    assert p.public == frozenset({("public", "edu_level")})
+    assert "PARTITION BY l.education, l.sex) AS sqlanon_copies" in str(shown(join.relation))
+    on = str(shown(join.on))
+    assert on.startswith('(l.education = "r"."education" AND l.sex = LOWER("r"."sex")) AND ')
+    assert "lookup table edu_level repeats the join key (education, sex)" in on
+    assert shown(p.branches[0].shape.keys[0]) == "l.level"
+    assert "RAISE_ERROR('sqlanon: lookup" in normalize_on("spark")
+    with pytest.raises(UnsupportedQueryError, match="dialect 'mysql'"):
+        normalize_on("mysql")
+
+
+def normalize_on(dialect: str) -> str:
+    p = plan("SELECT COUNT(*) FROM adult_ke AS a JOIN t ON t.k = a.age", dialect)
+    return p.branches[0].shape.joins[0].on.sql(dialect)
+
+
+def test_grouping_is_a_constant_per_grouping_set() -> None:
+    p = plan(
+        "SELECT sex, age, GROUPING(sex, age) AS g, COUNT(*) FROM adult_ke "
+        "GROUP BY CUBE (sex, age) HAVING GROUPING(age) = 0"
+    )
+    assert [items(p, b)[2] for b in range(4)] == [("g", str(g)) for g in (0, 1, 2, 3)]
+    assert [shown(b.having) for b in p.branches] == ["0 = 0", "1 = 0", "0 = 0", "1 = 0"]
+    assert items(plan("SELECT sex, GROUPING(sex) AS g, COUNT(*) FROM adult_ke GROUP BY sex"))[
+        1
+    ] == (
+        "g",
+        "0",
+    )
+
+
+def test_string_functions_are_per_row() -> None:
+    p = plan(
+        "SELECT COUNT(*) FROM adult_ke WHERE substr(education, 1, 4) = 'Some' AND "
+        "left(sex, 1) || right(sex, 1) = 'Me' AND trim(sex) <> '' AND replace(sex, 'a', 'b') <> ''"
+    )
+    assert 'SUBSTRING("r"."education", 1, 4)' in str(shown(p.branches[0].shape.where))

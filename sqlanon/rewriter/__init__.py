@@ -12,7 +12,7 @@ for each aggregate or expression of aggregates (``<name>`` is the alias, else e.
 for a COUNT that is exact, and ``having_surely`` under a HAVING (groups that may pass are
 returned). The true answer over the private source always lies in [low, high] (a NULL
 bound: unbounded). The output reads only the releases, their bounds tables and the public
-tables the query's semi-joins name; :func:`rewrite` checks that on the generated tree
+tables the query joins or semi-joins; :func:`rewrite` checks that on the generated tree
 before returning.
 
 Queries in the narrow dialect (:mod:`~sqlanon.rewriter.analyze`) go to the narrow

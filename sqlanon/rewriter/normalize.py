@@ -96,7 +96,7 @@ class Plan:
     order: tuple[OrderKey, ...] = ()
     limit: int | None = None
     offset: int | None = None
-    #: the named public tables its semi-joins read, as (schema, name), checked public
+    #: the named public tables its joins and semi-joins read, as (schema, name), checked public
     public: frozenset[tuple[str, str]] = frozenset()
 
     @property
@@ -129,7 +129,7 @@ def normalize(
 ) -> Plan:
     """The :class:`Plan` of ``sql``, or UnsupportedQueryError naming the part refused."""
     stmt = parse(sql, dialect, limits)
-    ctx = Context(catalog, private_names(catalog))
+    ctx = Context(catalog, private_names(catalog), dialect=dialect)
     for node in stmt.walk():
         if isinstance(node, exp.Window):
             raise refuse("a window function", node)
@@ -320,6 +320,8 @@ class _Select:
 
     def _lift(self, node: exp.Expr) -> exp.Expr:
         """``node`` with aggregates as atom refs and group keys as key refs."""
+        if isinstance(node, exp.Grouping):
+            return exp.Grouping(expressions=[self._grouped(e) for e in node.expressions])
         if _is_agg(node):
             return self._atom(node)
         if not _has_agg(node) and any(True for _ in node.find_all(exp.Column)):
@@ -339,6 +341,13 @@ class _Select:
             elif isinstance(value, list):
                 new.set(key, [self._lift(v) if isinstance(v, exp.Expr) else v for v in value])
         return new
+
+    def _grouped(self, node: exp.Expr) -> exp.Column:
+        """A GROUPING argument: the ref of the group key it names."""
+        resolved = row_expr(node, self.rows, self.ctx)
+        if resolved not in self.keys:
+            raise UnsupportedQueryError(f"GROUPING({node.sql()}): it is not a GROUP BY key")
+        return key_ref(self.keys.index(resolved))
 
     def _aliased(self, node: exp.Expr) -> exp.Expr:
         """HAVING/ORDER BY may name a SELECT alias that is not an input column."""
@@ -429,9 +438,13 @@ class _Select:
 
 
 def _renumber(tree: exp.Expr, keys: tuple[int, ...]) -> exp.Expr:
-    """Key refs numbered within one grouping set; rolled-up keys become NULL."""
+    """Key refs numbered within one grouping set; rolled-up keys become NULL and
+    ``GROUPING(a, b)`` the set's constant (bit 1 for each rolled-up key, ``a`` highest)."""
 
     def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Grouping):
+            bits = [int(int(c.name[1:]) not in keys) for c in node.expressions]
+            return exp.Literal.number(sum(b << i for i, b in enumerate(reversed(bits))))
         if isinstance(node, exp.Column) and node.table == KEY:
             index = int(node.name[1:])
             return key_ref(keys.index(index)) if index in keys else exp.Null()

@@ -8,10 +8,13 @@ computed expressions), joined to public lookup data:
 - ``JOIN (VALUES ...) AS v(a, b) ON ...`` (inner or left), when the ON clause equates
   columns of ``v`` whose value tuples are unique among the VALUES rows (checked here,
   on literals): a release row then matches at most one VALUES row, so it stays one row;
+- ``JOIN public_table AS l ON l.c = <expression of the release> AND ...`` (inner or
+  left): the table's rows are unknown here, so the answer checks at run time that no
+  release row meets a repeated key (:mod:`sqlanon.rewriter.lookup_join`). Its columns
+  are read qualified (``l.level``): an unqualified name is a release column;
 - ``x IN (SELECT ... FROM public_table ...)``, ``IN (VALUES ...)``, uncorrelated
   ``EXISTS (...)``: semi-joins, per-row conditions that cannot repeat a row, whatever
-  the public table holds. A named table is joined only this way (a JOIN of one could
-  repeat release rows: refused). The table is read with the analyst's own rights.
+  the public table holds. Tables are read with the analyst's own rights.
 
 A named table must be public: never a release, a bounds table or a release's source,
 never in schema ``sqlanon``. Expressions are checked against :data:`ROW_NODES` (no
@@ -27,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewriter import lookup_join
 from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup
 from sqlanon.rewriter.shape import RELEASE_ALIAS, PublicJoin
 
@@ -41,6 +45,7 @@ ROW_NODES: tuple[type[exp.Expr], ...] = (
     *(exp.Mod, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Lower, exp.Upper),
     *(exp.Length, exp.Abs, exp.Floor, exp.Ceil, exp.Round, exp.Ln, exp.Exp, exp.Sqrt),
     *(exp.Pow, exp.Sign, exp.Greatest, exp.Least, exp.Concat, exp.DPipe, exp.Tuple),
+    *(exp.Substring, exp.Left, exp.Right, exp.Trim, exp.Replace),
     exp.Values,
     exp.Exists,
 )
@@ -64,6 +69,7 @@ class Context:
     catalog: Catalog
     private: frozenset[str]
     public: set[tuple[str, str]] = field(default_factory=set)  # named tables read
+    dialect: str = "duckdb"  # the answer's (a joined table's guard depends on it)
 
 
 @dataclass
@@ -75,6 +81,8 @@ class Rows:
     columns: dict[str, dict[str, exp.Expr | None]]
     where: list[exp.Expr] = field(default_factory=list)
     joins: list[PublicJoin] = field(default_factory=list)
+    #: aliases (lower case) of joined named tables: any column under them is theirs
+    lookups: set[str] = field(default_factory=set)
 
     def visible(self) -> dict[str, exp.Expr | None]:
         """Unqualified names: a name under two qualifiers is ambiguous (None)."""
@@ -110,7 +118,7 @@ def rows_of(select: exp.Select, ctes: Ctes, ctx: Context) -> Rows:
         raise UnsupportedQueryError("the query has no FROM; name a release table")
     rows = _relation(from_.this, ctes, ctx)
     for join in select.args.get("joins") or []:
-        _join(rows, join, ctx)
+        _join(rows, join, ctes, ctx)
     where = select.args.get("where")
     if where is not None:
         rows.where.append(row_expr(where.this, rows, ctx))
@@ -178,6 +186,8 @@ def _derived(select: exp.Select, outer: Ctes, ctx: Context) -> Rows:
 
 
 def _qualified(rows: Rows, star: exp.Column) -> dict[str, exp.Expr | None]:
+    if star.table.lower() in rows.lookups:
+        raise refuse(f"{star.sql()} of a joined table", star, "name its columns")
     found = rows.columns.get(star.table.lower())
     if found is None:
         raise UnsupportedQueryError(f"{star.sql()} names no relation of the FROM clause")
@@ -202,6 +212,8 @@ def resolve(column: exp.Column, rows: Rows) -> exp.Expr:
         raise refuse("a column qualified by schema", column)
     if isinstance(column.this, exp.Star):
         raise refuse("SELECT *", column, "select group columns and aggregates")
+    if column.table and column.table.lower() in rows.lookups:
+        return exp.Column(this=column.this.copy(), table=exp.to_identifier(column.table.lower()))
     if column.table:
         cols = rows.columns.get(column.table.lower())
         if cols is None:
@@ -326,36 +338,81 @@ def _uncorrelated(select: exp.Select) -> None:
             raise refuse("an unqualified column in a subquery", column, "qualify it")
 
 
-def _join(rows: Rows, join: exp.Join, ctx: Context) -> None:
-    """Add a ``JOIN (VALUES ...) AS v(...) ON ...`` to ``rows`` (see the module doc)."""
+def _join(rows: Rows, join: exp.Join, ctes: Ctes, ctx: Context) -> None:
+    """Add a joined VALUES or named public table to ``rows`` (see the module doc)."""
     side, kind = join.args.get("side") or "", join.args.get("kind") or ""
-    values = join.this
-    if isinstance(values, exp.Subquery) and isinstance(values.this, exp.Values):
-        values = values.this.copy()
-        values.set("alias", join.this.args.get("alias"))
-    if not isinstance(values, exp.Values):
-        hint = "use IN (SELECT ...) for a public table; joins of two releases are refused"
-        raise refuse("a join", join, hint)
     if side.upper() not in ("", "LEFT") or kind.upper() not in ("", "INNER", "OUTER"):
         raise refuse(f"a {side} {kind} join", join, "use INNER or LEFT JOIN")
     if join.args.get("using") or not join.args.get("on"):
         raise refuse("a join without ON", join)
-    alias = values.alias
-    names = [c.name for c in values.args["alias"].columns] if values.args.get("alias") else []
+    how = "LEFT" if side else "INNER"
+    values = join.this
+    if isinstance(values, exp.Subquery) and isinstance(values.this, exp.Values):
+        values = values.this.copy()
+        values.set("alias", join.this.args.get("alias"))
+    if isinstance(values, exp.Values):
+        _join_values(rows, values, join.args["on"], how, ctx)
+    elif isinstance(join.this, exp.Table) and not _names_cte(join.this, ctes):
+        _join_table(rows, join.this, join.args["on"], how, ctx)
+    else:
+        hint = "join a public table or VALUES; joins of two releases are refused"
+        raise refuse("a join of a derived table or CTE", join, hint)
+
+
+def _names_cte(table: exp.Table, ctes: Ctes) -> bool:
+    return not table.args.get("db") and table.name.lower() in ctes
+
+
+def _free_alias(rows: Rows, alias: str) -> None:
     if alias.lower() == RELEASE_ALIAS or alias.lower() in rows.columns:
         raise UnsupportedQueryError(f"the join alias {alias!r} is taken; rename it")
+
+
+def _join_values(rows: Rows, values: exp.Values, on: exp.Expr, how: str, ctx: Context) -> None:
+    alias = values.alias
+    names = [c.name for c in values.args["alias"].columns] if values.args.get("alias") else []
+    _free_alias(rows, alias)
     if not alias or not names:
-        raise refuse("VALUES without an alias and column names", join, "write AS v(a, b)")
+        raise refuse("VALUES without an alias and column names", values, "write AS v(a, b)")
     _check_literals(values)
     cols: dict[str, exp.Expr | None] = {
         n.lower(): exp.column(n, table=alias, quoted=True) for n in names
     }
     rows.columns[alias.lower()] = cols
-    on = row_expr(join.args["on"], rows, ctx)
-    _check_unique(values, names, on, alias)
+    resolved = row_expr(on, rows, ctx)
+    _check_unique(values, names, resolved, alias)
     relation = exp.Values(expressions=[t.copy() for t in values.expressions])
     relation.set("alias", exp.TableAlias(this=exp.to_identifier(alias), columns=names))
-    rows.joins.append(PublicJoin(relation, alias, on, "LEFT" if side else "INNER"))
+    rows.joins.append(PublicJoin(relation, alias, resolved, how))
+
+
+def _join_table(rows: Rows, table: exp.Table, on: exp.Expr, how: str, ctx: Context) -> None:
+    """A named public table, read through :func:`lookup_join.counted` and joined on an
+    ON that :func:`lookup_join.guard` completes (the answer raises when a release row
+    meets a repeated key)."""
+    for key, value in table.args.items():
+        if value and key not in ("this", "alias", "db"):
+            raise refuse(f"table option {key.upper()} on a joined table", table)
+    if table.args.get("alias") is not None and table.args["alias"].columns:
+        raise refuse("column aliases on a joined table", table, "name its columns in ON")
+    if not table.db and lookup(ctx.catalog, table.name) is not None:
+        raise refuse("a join of two releases", table, "query one release at a time")
+    if not lookup_join.supported(ctx.dialect):
+        raise refuse(
+            f"a join of a named table in dialect {ctx.dialect!r}",
+            table,
+            "it is answered on DuckDB, PostgreSQL and Spark; use IN (SELECT ...) instead",
+        )
+    source = exp.Table(this=table.this.copy(), db=table.args.get("db"))
+    _check_public(source, ctx)
+    alias = (table.alias or table.name).lower()
+    _free_alias(rows, alias)
+    rows.columns[alias] = {}
+    rows.lookups.add(alias)
+    resolved = row_expr(on, rows, ctx)
+    keys = lookup_join.key_columns(resolved, alias)
+    guarded = exp.and_(resolved, lookup_join.guard(alias, source, keys, ctx.dialect))
+    rows.joins.append(PublicJoin(lookup_join.counted(source, alias, keys), alias, guarded, how))
 
 
 def _check_literals(values: exp.Values) -> None:
