@@ -205,7 +205,7 @@ def test_having_maybe_and_surely(condition: exp.Expr, box: Any) -> None:
     ("sql_expr", "low", "high"),
     [
         ("ROUND(a, 0)", 2.0, 3.0),  # [2.5, 2.5]: outward, whichever way ties go
-        ("a / b", None, None),  # the divisor's interval holds 0
+        ("a / b", -math.inf, math.inf),  # the divisor's interval holds 0: unbounded
         ("a * -2", -5.0, -5.0),
     ],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
@@ -281,7 +282,19 @@ def _names(values: Sequence[str] | None) -> list[str]:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, default=_json_default)
+    return json.dumps(_finite(value), default=_json_default)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with infinite floats (an unbounded interval end) as the strings
+    PostgreSQL's own ``to_jsonb`` writes for them: JSON has no number for infinity."""
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:
