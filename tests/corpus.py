@@ -146,6 +146,13 @@ class Engine:
         raise NotImplementedError
 
 
+def _numbers(row: dict[str, Any]) -> dict[str, Any]:
+    """A JSON answer row with the unbounded ends (JSON strings, as PostgreSQL's to_jsonb
+    writes infinities) as floats."""
+    infinite = {"Infinity": math.inf, "-Infinity": -math.inf}
+    return {k: infinite.get(v, v) if isinstance(v, str) else v for k, v in row.items()}
+
+
 class Refused(Exception):
     """sqlanon refused the query (UnsupportedQueryError, SQLSTATE 0A000 or 54000), or
     PostgreSQL did for lack of a privilege (42501)."""
@@ -518,7 +525,7 @@ class PostgresEngine(Engine):
 
         try:
             found = self.analyst.execute("SELECT * FROM sqlanon.interval_json(%s)", [sql])
-            return [dict(r[0]) for r in found.fetchall()]
+            return [_numbers(dict(r[0])) for r in found.fetchall()]
         except psycopg.Error as exc:
             # 42501: the query reads a table the analyst may not (a release's source:
             # PostgreSQL hides sources from analysts, so their own rights refuse it)
