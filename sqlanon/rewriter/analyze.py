@@ -18,11 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError
 
 from sqlanon.errors import UnsupportedQueryError
-from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line, tokens
+from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, parse_statement
 from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup
 
 AGGREGATES: dict[type[exp.Expr], str] = {
@@ -122,23 +120,10 @@ def _refuse(what: str, node: exp.Expr | None = None, hint: str = "") -> Unsuppor
 def parse_single_select(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Select:
     """The one SELECT statement in ``sql``, or UnsupportedQueryError (QueryLimitError
     before parsing when ``sql`` exceeds ``limits``)."""
-    found = tokens(sql, dialect, limits)
-    try:
-        parsed = Dialect.get_or_raise(dialect).parser().parse(found, sql)
-    except ParseError as err:
-        raise UnsupportedQueryError(f"cannot parse the query: {one_line(err)}") from err
-    statements = [s for s in parsed if s is not None]
-    if len(statements) != 1:
-        raise UnsupportedQueryError(
-            f"expected exactly one statement, got {len(statements)}; send one SELECT at a time"
-        )
-    stmt = statements[0]
+    stmt = parse_statement(sql, dialect, limits)
     if isinstance(stmt, exp.SetOperation):
         raise _refuse(f"{stmt.key.upper()} of queries", hint="rewrite each SELECT separately")
-    if not isinstance(stmt, exp.Select):
-        raise UnsupportedQueryError(
-            f"only SELECT queries are answered; got {stmt.key.upper()}: {stmt.sql()[:80]}"
-        )
+    assert isinstance(stmt, exp.Select)
     return stmt
 
 

@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter.shape import RELEASE_ALIAS, Atom
-from sqlanon.rewriter.sqlbuild import show
+from sqlanon.rewriter.sqlbuild import conjuncts, show
 
 #: Functions whose bounds need the ranked values even when ``w`` reads no S.
 _RANKED_ONLY = frozenset({"quantile_cont", "quantile_disc"})
@@ -54,18 +54,6 @@ class AtomPlan:
 def reads(node: exp.Expr, sensitive: str) -> bool:
     """Whether ``node`` reads the release's sensitive column."""
     return any(c.table == RELEASE_ALIAS and c.name == sensitive for c in node.find_all(exp.Column))
-
-
-def conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
-    """The top-level AND terms, left to right (a loop: long chains would recurse)."""
-    found, stack = [], [predicate]
-    while stack:
-        node = stack.pop().unnest()
-        if isinstance(node, exp.And):
-            stack += [node.right, node.left]
-        else:
-            found.append(node)
-    return found
 
 
 def split_where(where: exp.Expr | None, sensitive: str) -> tuple[exp.Expr | None, exp.Expr | None]:

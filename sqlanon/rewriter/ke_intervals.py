@@ -57,23 +57,10 @@ from sqlanon.rewriter.ke_quantiles import (
     quantile_items,
 )
 from sqlanon.rewriter.ke_sensitive_where import predicate_cells, predicate_columns
+from sqlanon.rewriter.sqlbuild import conjuncts, finish
 from sqlanon.rewriter.sqlbuild import cte as _cte
-from sqlanon.rewriter.sqlbuild import finish
 from sqlanon.rewriter.sqlbuild import fragment as _f
 from sqlanon.rewriter.sqlbuild import show as _show
-
-
-def _conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
-    """The top-level AND terms, left to right; a loop, as a chain of thousands of ANDs
-    would recurse past Python's stack."""
-    found, stack = [], [predicate]
-    while stack:
-        node = stack.pop().unnest()
-        if isinstance(node, exp.And):
-            stack += [node.right, node.left]
-        else:
-            found.append(node)
-    return found
 
 
 def split_predicate(
@@ -89,7 +76,7 @@ def split_predicate(
         return None, None
     qi: list[exp.Expr] = []
     s: list[exp.Expr] = []
-    for term in _conjuncts(predicate):
+    for term in conjuncts(predicate):
         names = {c.name for c in term.find_all(exp.Column)}
         if sensitive in names and len(names) > 1:
             raise UnsupportedQueryError(

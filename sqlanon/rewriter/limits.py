@@ -14,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from sqlanon.errors import QueryLimitError, UnsupportedQueryError
@@ -99,3 +100,24 @@ def tokens(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> list
                 "simplify it or ask the data owner to raise the limit"
             )
     return found
+
+
+def parse_statement(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Expr:
+    """The one statement in ``sql``, a SELECT or a set operation of SELECTs, parsed in
+    ``dialect`` after the limits are checked on its tokens; else UnsupportedQueryError."""
+    found = tokens(sql, dialect, limits)
+    try:
+        parsed = Dialect.get_or_raise(dialect).parser().parse(found, sql)
+    except ParseError as err:
+        raise UnsupportedQueryError(f"cannot parse the query: {one_line(err)}") from err
+    statements = [s for s in parsed if s is not None]
+    if len(statements) != 1:
+        raise UnsupportedQueryError(
+            f"expected exactly one statement, got {len(statements)}; send one SELECT at a time"
+        )
+    stmt = statements[0]
+    if not isinstance(stmt, exp.Select | exp.SetOperation):
+        raise UnsupportedQueryError(
+            f"only SELECT queries are answered; got {stmt.key.upper()}: {stmt.sql()[:80]}"
+        )
+    return stmt

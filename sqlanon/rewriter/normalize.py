@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from itertools import product
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter.aggregates import atom_of
-from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, one_line, tokens
+from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, parse_statement
 from sqlanon.rewriter.relations import (
     Context,
     Ctes,
@@ -104,31 +102,11 @@ class Plan:
         return any(b.having is not None for b in self.branches)
 
 
-def parse(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Expr:
-    """The one SELECT (or set operation) in ``sql``; limits are checked before parsing."""
-    found = tokens(sql, dialect, limits)
-    try:
-        parsed = Dialect.get_or_raise(dialect).parser().parse(found, sql)
-    except ParseError as err:
-        raise UnsupportedQueryError(f"cannot parse the query: {one_line(err)}") from err
-    statements = [s for s in parsed if s is not None]
-    if len(statements) != 1:
-        raise UnsupportedQueryError(
-            f"expected exactly one statement, got {len(statements)}; send one SELECT at a time"
-        )
-    stmt = statements[0]
-    if not isinstance(stmt, exp.Select | exp.SetOperation):
-        raise UnsupportedQueryError(
-            f"only SELECT queries are answered; got {stmt.key.upper()}: {stmt.sql()[:80]}"
-        )
-    return stmt
-
-
 def normalize(
     sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
 ) -> Plan:
     """The :class:`Plan` of ``sql``, or UnsupportedQueryError naming the part refused."""
-    stmt = parse(sql, dialect, limits)
+    stmt = parse_statement(sql, dialect, limits)
     ctx = Context(catalog, private_names(catalog), dialect=dialect)
     for node in stmt.walk():
         if isinstance(node, exp.Window):

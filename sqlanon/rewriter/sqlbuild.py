@@ -70,3 +70,15 @@ def finish(final: exp.Select, query: Query, ctes: Sequence[tuple[str, exp.Expr]]
     for name, body in ctes:
         final = final.with_(CTE_PREFIX + name, as_=body, copy=False)
     return final
+
+
+def conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
+    """The top-level AND terms, left to right (a loop: long chains would recurse)."""
+    found, stack = [], [predicate]
+    while stack:
+        node = stack.pop().unnest()
+        if isinstance(node, exp.And):
+            stack += [node.right, node.left]
+        else:
+            found.append(node)
+    return found
