@@ -213,13 +213,12 @@ def export(
     views and the public catalog the rewriter needs; nothing private (no source, keys,
     ``sqlanon.members``, kept values, cells or links). ``format``: ``"duckdb"`` (a
     database file) or ``"parquet"`` (a folder, :func:`attach_export` opens it). Again to
-    the same path adds the new versions. ``con``: a DuckDB or psycopg connection.
+    the same path adds the new versions. ``con``: a DuckDB or psycopg connection or a
+    ``pyspark.sql.SparkSession`` (their tables are read through it, written with DuckDB).
 
     >>> sqlanon.export(con, "adult_ke", "adult_ke.duckdb")  # doctest: +SKIP
     """
     with _reported("export"), session_for(con) as session:
-        if spark_attach.is_spark_session(con):
-            raise ConfigError("export reads DuckDB or PostgreSQL; on Spark, see the README")
         duckdb_con = con if isinstance(session, DuckDBSession) else None
         return duckdb_export.export(session, name, path, format, con=duckdb_con)
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+import sqlanon
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -78,3 +80,32 @@ def pg_conn(pg_db: str) -> Iterator[Any]:
 
     with psycopg.connect(pg_db, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local Spark session with sqlanon installed, on a fresh warehouse, for one test
+    module (tests/test_spark.py, tests/test_export_spark.py); stopped at its end."""
+    import pyspark.sql as pyspark_sql  # the dev extra (and Java, scripts/setup)
+
+    warehouse = tmp_path_factory.mktemp("spark") / "warehouse"
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("sqlanon-tests")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.memory", "1g")
+        # tiny data: compiling whole-stage code and re-planning cost more than they save,
+        # and so do the JVM's optimizing compiler and parallel collector (a short run on
+        # 2 cores shared with other test files: about half the time with C1 and serial GC)
+        .config("spark.sql.codegen.wholeStage", "false")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("OFF")
+    assert sqlanon.install(session) == ["001_catalog"]
+    assert sqlanon.install(session) == []  # idempotent
+    yield session
+    session.stop()

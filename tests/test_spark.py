@@ -1,5 +1,5 @@
 """Spark as a third engine (issue 14): a real local Spark (local[1], one SparkSession
-for the module, small data), no mocks.
+for the module: conftest's ``spark``; small data), no mocks.
 
 A (k,e) or lHD release made on Spark equals the DuckDB release (the same groups with
 the same records and values, members, cells and bounds), the audit reports no exposed
@@ -12,7 +12,6 @@ anything is written, a new application finds the releases, and the CLI takes a m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,31 +41,6 @@ def people(start: int, n: int, seed: int) -> list[tuple[int, int, str, int]]:
         (start + i, int(rng.integers(20, 60)), ["M", "F"][i % 2], int(rng.integers(0, 40)) * 10)
         for i in range(n)
     ]
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    warehouse = tmp_path_factory.mktemp("spark") / "warehouse"
-    session = (
-        pyspark_sql.SparkSession.builder.master("local[1]")
-        .appName("sqlanon-tests")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.driver.memory", "1g")
-        # tiny data: compiling whole-stage code and re-planning cost more than they save,
-        # and so do the JVM's optimizing compiler and parallel collector (a short run on
-        # 2 cores shared with other test files: about half the time with C1 and serial GC)
-        .config("spark.sql.codegen.wholeStage", "false")
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    assert sqlanon.install(session) == ["001_catalog"]
-    assert sqlanon.install(session) == []  # idempotent
-    yield session
-    session.stop()
 
 
 def append(spark: Any, table: str, rows: list[tuple[Any, ...]], schema: str = SCHEMA) -> None:

@@ -8,6 +8,10 @@ and the public catalog (``releases``, ``hierarchies``, ``query_limits``,
 ``export_info``) in ``sqlanon``. A Parquet folder holds one file per table,
 ``<schema>/<name>.parquet``; the family views are made again when it is attached.
 
+The owner's database may be of any engine: a DuckDB owner's tables are copied in SQL,
+a PostgreSQL or Spark owner's are read through its :class:`~sqlanon.session.Session`
+(each table passes through Python once) and written with DuckDB.
+
 Nothing is written in place: the export is built in a file (or folder) beside ``path``
 and renamed onto it at the end, so an error leaves ``path`` as it was. Exporting again
 to the same path keeps the versions already there and adds the new ones.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator, Sequence
@@ -31,8 +36,9 @@ import numpy as np
 from sqlanon import sqltext
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, ExportError
-from sqlanon.session import Session
+from sqlanon.session import ListsCatalog, Session
 from sqlanon.state import exports
+from sqlanon.state.source import relation_exists
 from sqlanon.version import __version__
 
 FORMATS = ("duckdb", "parquet")
@@ -51,6 +57,22 @@ _TYPES = {
     "timestamp without time zone": "TIMESTAMP",
     "timestamp with time zone": "TIMESTAMPTZ",
 }
+# Spark types as its catalog names them (``spark.catalog.listColumns``), and DuckDB's.
+_SPARK_TYPES = {
+    "tinyint": "TINYINT",
+    "smallint": "SMALLINT",
+    "int": "INTEGER",
+    "bigint": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP",
+    "timestamp_ntz": "TIMESTAMP",
+}
+_SPARK_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+# Spark's session hands a DECIMAL over as a float: exact up to 15 significant digits.
+_FLOAT_DIGITS = 15
 
 
 def export(
@@ -201,7 +223,7 @@ def _copy_tables(
         if release.bounds is not None:
             copies.append((release.bounds, "sqlanon"))
         for (schema, name), into in copies:
-            if (into, name) in present or not _owner_has(owner, schema, name):
+            if (into, name) in present or not relation_exists(owner, schema, name):
                 continue
             target = f"{session.quote_ident(into)}.{session.quote_ident(name)}"
             if same_engine:
@@ -216,28 +238,23 @@ def _copy_tables(
     return added
 
 
-def _owner_has(owner: Session, schema: str, name: str) -> bool:
-    return bool(owner.query(sqltext.load(owner.dialect, "relation_exists"), [schema, name]))
-
-
 def _copy_rows(
     owner: Session, schema: str, name: str, session: DuckDBSession, db: str, target: str
 ) -> None:
     """Copy a table of another engine row by row through Python: its values as text,
     cast back to the DuckDB type of each column."""
     q = owner.quote_ident
-    columns = owner.query(sqltext.load(owner.dialect, "export_columns"), [schema, name])
+    types = _owner_columns(owner, schema, name)
     select = sqltext.render(
         sqltext.load(owner.dialect, "export_table_rows"),
-        columns=", ".join(q(str(c[0])) for c in columns),
+        columns=", ".join(q(c) for c in types),
         relation=f"{q(schema)}.{q(name)}",
     )
     rows = owner.query(select)
     arrays = {
-        str(column): np.array([_text(row[i]) for row in rows] or [None], dtype=object)
-        for i, (column, *_type) in enumerate(columns)
+        column: np.array([_text(row[i]) for row in rows] or [None], dtype=object)
+        for i, column in enumerate(types)
     }
-    types = {str(c): _duckdb_type(str(t), p, s) for c, t, p, s in columns}
     session.load_temp("_sqlanon_export_rows", arrays, types)
     rows_sql = sqltext.load("duckdb", "export_copy_rows")
     session.execute(sqltext.render(rows_sql, db=db, target=target), [len(rows)])
@@ -255,6 +272,24 @@ def _text(value: Any) -> str | None:
     if isinstance(value, Decimal | datetime.date | datetime.datetime):
         return str(value)
     return str(value)
+
+
+def _owner_columns(owner: Session, schema: str, name: str) -> dict[str, str]:
+    """Column -> the DuckDB type its copy takes, in order: from Spark's catalog listing,
+    else from the owner's ``information_schema``."""
+    if isinstance(owner, ListsCatalog):
+        return {str(c): _spark_duckdb_type(str(t)) for c, t in owner.table_columns(schema, name)}
+    columns = owner.query(sqltext.load(owner.dialect, "export_columns"), [schema, name])
+    return {str(c): _duckdb_type(str(t), p, s) for c, t, p, s in columns}
+
+
+def _spark_duckdb_type(name: str) -> str:
+    decimal = _SPARK_DECIMAL.match(name.lower())
+    if decimal:
+        precision, scale = (int(g) for g in decimal.groups())
+        # wider: the value arrives rounded to a float, DOUBLE holds it as it came
+        return f"DECIMAL({precision}, {scale})" if precision <= _FLOAT_DIGITS else "DOUBLE"
+    return _SPARK_TYPES.get(name.lower(), "VARCHAR")
 
 
 def _duckdb_type(name: str, precision: Any, scale: Any) -> str:
