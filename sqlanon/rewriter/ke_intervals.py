@@ -136,56 +136,86 @@ def _lookup(alias: str, rank: str) -> exp.Expr:
 
 
 def _exact_cells(plan: CellPlan) -> list[tuple[str, exp.Query]]:
-    """Two rows per cell, one per direction of the bounds table (layout:
-    sqlanon/models/ke_bounds.py) looked up at rank m: the ascending row gives the sum of
-    the m smallest values and the m-th smallest, the descending row the sum of the m
-    largest and the m-th largest. Each measure is set on one of the two rows only (NULL
-    on the other, which SUM/MIN/MAX skip), so the output aggregates them as cells."""
+    """One row per cell with the bounds table's rows (layout: sqlanon/models/ke_bounds.py)
+    looked up at rank m in both directions: the ascending row gives the sum of the m
+    smallest values and the m-th smallest, the descending row the sum of the m largest
+    and the m-th largest.
+
+    Cells of one release group with the same m read the same bounds: the lookups run
+    once per (group, m) (``look``) and reach the cells by an equi-join, so a GROUP BY
+    of thousands of keys (a cell of one or two records per key and group) costs a
+    hash join, not a range lookup per cell."""
     if not plan.needs_values:
         return []
-    funcs = plan.funcs
-
-    def on(side: str, sql: str) -> str:
-        test = 'b."descending"' if side == "down" else 'NOT b."descending"'
-        return f"CASE WHEN {test} THEN {sql} END"
-
-    partial = 'b.prior_sum + (r.m - b.lo_rank + 1) * b."value"'
-    carried: list[exp.Expr] = [
-        *plan.g("r"),
+    minmax = bool(plan.funcs & {"min", "max"})
+    pairs = (
+        exp.select(_f("r.gid"), _f("r.m"))
+        .distinct()
+        .from_(exp.alias_(_cte("sel"), "r", table=True), copy=False)
+    )
+    looked: list[exp.Expr] = [
         _f("r.gid"),
+        _f("r.m"),
         _f('b."descending"'),
-        *[exp.alias_(_f(on("up", f"r.{m}")), m) for m in plan.counts.values()],
         *[_f(f"b.{x}") for x in ("n", "total", "vmin", "vmax")],
-        exp.alias_(_f(on("up", partial)), "low_sum"),
-        exp.alias_(_f(on("down", partial)), "high_sum"),
-        exp.alias_(_f(on("up", 'b."value"')), "v_m"),  # the m-th smallest: MAX's low
-        exp.alias_(_f(on("down", 'b."value"')), "v_top"),  # the m-th largest: MIN's high
-        # Expected rank of the minimum of m draws out of n (of the maximum, counted from
-        # the top): (n+1)/(m+1), exact in floating point (integers on both sides).
-        exp.alias_(_f("CAST(FLOOR(CAST(b.n + 1 AS DOUBLE) / (r.m + 1)) AS BIGINT)"), "r_est"),
+        _f('b.prior_sum + (r.m - b.lo_rank + 1) * b."value" AS psum'),
+        _f('b."value" AS v'),
     ]
     # LEFT joins although every rank exists: with inner joins DuckDB once inferred
     # equalities between bounds copies and joined them with each other first.
-    ranked = (
-        exp.select(*carried)
-        .from_(exp.alias_(_cte("sel"), "r", table=True), copy=False)
+    look = (
+        exp.select(*looked)
+        .from_(exp.alias_(_cte("pairs"), "r", table=True), copy=False)
         .join(plan.bounds("b"), on=_lookup("b", "r.m"), join_type="LEFT", copy=False)
     )
-    if not funcs & {"min", "max"}:
-        return [("cell", ranked)]
-    # The estimates of MIN and MAX: the value at rank r_est in the row's own direction.
-    columns: list[exp.Expr] = [exp.column(str(c.alias_or_name), table="r") for c in carried]
-    columns += [
-        exp.alias_(_f('CASE WHEN NOT r."descending" THEN e."value" END'), "v_emin"),
-        exp.alias_(_f('CASE WHEN r."descending" THEN e."value" END'), "v_emax"),
+    if minmax:
+        # The estimates of MIN and MAX: the value at the expected rank of the minimum of
+        # m draws out of n (of the maximum, from the top), (n+1)/(m+1), exact in floating
+        # point (integers on both sides), in the row's own direction.
+        rank = "CAST(FLOOR(CAST(b.n + 1 AS DOUBLE) / (r.m + 1)) AS BIGINT)"
+        same_side = exp.and_(_lookup("e", rank), _f('e."descending" = b."descending"'))
+        look = look.select(_f('e."value" AS ve'), copy=False).join(
+            plan.bounds("e"), on=same_side, join_type="LEFT", copy=False
+        )
+
+    def on(side: str, sql: str) -> str:
+        test = 'l."descending"' if side == "down" else 'NOT l."descending"'
+        return f"MAX(CASE WHEN {test} THEN {sql} END)"
+
+    # one row per (group, m): the ascending row's measures beside the descending row's
+    measures = [
+        *[_f(f"MAX(l.{x}) AS {x}") for x in ("n", "total", "vmin", "vmax")],
+        exp.alias_(_f(on("up", "l.psum")), "low_sum"),
+        exp.alias_(_f(on("down", "l.psum")), "high_sum"),
+        exp.alias_(_f(on("up", "l.v")), "v_m"),  # the m-th smallest: MAX's low
+        exp.alias_(_f(on("down", "l.v")), "v_top"),  # the m-th largest: MIN's high
     ]
-    same_side = exp.and_(_lookup("e", "r.r_est"), _f('e."descending" = r."descending"'))
-    cell = (
-        exp.select(*columns)
-        .from_(exp.alias_(_cte("ranked"), "r", table=True), copy=False)
-        .join(plan.bounds("e"), on=same_side, join_type="LEFT", copy=False)
+    if minmax:
+        measures += [
+            exp.alias_(_f(on("up", "l.ve")), "v_emin"),
+            exp.alias_(_f(on("down", "l.ve")), "v_emax"),
+        ]
+    both = (
+        exp.select(_f("l.gid"), _f("l.m"), *measures)
+        .from_(exp.alias_(_cte("look"), "l", table=True), copy=False)
+        .group_by(_f("l.gid"), _f("l.m"), copy=False)
     )
-    return [("ranked", ranked), ("cell", cell)]
+    names = [str(m.alias_or_name) for m in measures]
+    cell = (
+        exp.select(
+            *plan.g("s"),
+            _f("s.gid"),
+            *[_f(f"s.{m}") for m in plan.counts.values()],
+            *[_f(f"l.{x}") for x in names],
+        )
+        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
+        .join(
+            exp.alias_(_cte("both"), "l", table=True),
+            on=_f("l.gid = s.gid AND l.m = s.m"),
+            copy=False,
+        )
+    )
+    return [("pairs", pairs), ("look", look), ("both", both), ("cell", cell)]
 
 
 def _exact_columns(plan: CellPlan) -> dict[str, dict[str, exp.Expr]]:
