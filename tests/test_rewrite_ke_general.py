@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import pytest
 import sqlglot
 from hypothesis import HealthCheck, assume, given, settings
@@ -33,7 +32,8 @@ from sqlglot import exp
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter.ke_general import atoms_query
 from sqlanon.rewriter.shape import Atom, PublicJoin, Shape
-from tests.test_rewrite_support import fetch, make_release
+from tests.test_rewrite_ke import build as build_release
+from tests.test_rewrite_support import fetch
 
 S_VALUES = [0, 5, 900, 1200, 1500, 2500]
 F_OF_S = ["s", "s * 1.1", "s - 1500", "abs(s - 1500)", "CASE WHEN s > 1000 THEN 1 ELSE 0 END"]
@@ -117,20 +117,10 @@ def releases(draw: Any) -> tuple[list[dict[str, Any]], list[int], list[bool]]:
 
 # --- the release, the Shape, the brute force -------------------------------------------------
 
-_CON: list[duckdb.DuckDBPyConnection] = []
-
 
 def build(rows: list[dict[str, Any]], groups: list[int], ghosts: list[bool]) -> Any:
-    if not _CON:
-        _CON.append(duckdb.connect())
-    con = _CON[0]
-    con.execute("DROP VIEW IF EXISTS fam")
-    for table in ("fam_v1", "fam_source", "worlds", 'sqlanon."fam_v1_bounds"'):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    info = make_release(
-        con, "fam", {"a": "INTEGER", "b": "VARCHAR"}, ("s", "INTEGER"), rows, groups, 0, ghosts
-    )
-    return con, info
+    """A release of ``rows`` in the reused DuckDB of tests/test_rewrite_ke.py."""
+    return build_release(rows, groups, 0, ghosts)
 
 
 def _r(text: str) -> exp.Expr:

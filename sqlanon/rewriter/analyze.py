@@ -15,6 +15,7 @@ subquery or a table reference from the analyst's text into the output.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -242,6 +243,20 @@ def _aggregate(node: exp.Expr, cols: _Columns) -> tuple[str, str | None]:
     return func, column
 
 
+def check_output_names(items: Iterable[tuple[str, bool]]) -> None:
+    """Refuse two output columns of one name: each item is ``(name, is an interval)``,
+    an interval adding ``<name>_low``, ``<name>_high`` and ``<name>_est``."""
+    seen: set[str] = set()
+    for item, interval in items:
+        names = [item, *([f"{item}_low", f"{item}_high", f"{item}_est"] if interval else [])]
+        for name in names:
+            if name.lower() in seen:
+                raise UnsupportedQueryError(
+                    f"output column {name!r} would appear twice; give the items distinct aliases"
+                )
+            seen.add(name.lower())
+
+
 def analyze(
     sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
 ) -> Query:
@@ -293,17 +308,7 @@ def analyze(
             "the query has no aggregate; add one such as COUNT(*) (row-level answers are "
             "not intervals)"
         )
-    seen: set[str] = set()
-    for item in items:
-        names = [item.name]
-        if isinstance(item, AggregateItem):
-            names += [f"{item.name}_low", f"{item.name}_high", f"{item.name}_est"]
-        for name in names:
-            if name.lower() in seen:
-                raise UnsupportedQueryError(
-                    f"output column {name!r} would appear twice; give the items distinct aliases"
-                )
-            seen.add(name.lower())
+    check_output_names((i.name, isinstance(i, AggregateItem)) for i in items)
 
     where = select.args.get("where")
     predicate = _predicate(where.this, cols) if where is not None else None

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter.aggregates import atom_of
+from sqlanon.rewriter.analyze import check_output_names
 from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, parse_statement
 from sqlanon.rewriter.relations import (
     Context,
@@ -208,7 +209,7 @@ class _Select:
                     "are not intervals)"
                 )
             self._atom(exp.Count(this=exp.Star()))  # a0: whether the group may exist
-        _check_names(self.items)
+        check_output_names((i.name, i.is_value) for i in self.items)
         having = select.args.get("having")
         self.having = self._lift(self._aliased(having.this)) if having is not None else None
         self.hidden: list[Item] = []
@@ -449,20 +450,6 @@ def _default_name(atom: Atom) -> str:
     if isinstance(atom.arg, exp.Column):
         return f"{func}_{atom.arg.name}"
     return f"{func}_expr"
-
-
-def _check_names(items: list[Item]) -> None:
-    seen: set[str] = set()
-    for item in items:
-        names = [item.name]
-        if item.is_value:
-            names += [f"{item.name}_low", f"{item.name}_high", f"{item.name}_est"]
-        for name in names:
-            if name.lower() in seen:
-                raise UnsupportedQueryError(
-                    f"output column {name!r} would appear twice; give the items distinct aliases"
-                )
-            seen.add(name.lower())
 
 
 __all__ = ["ATOM", "KEY", "RELEASE_ALIAS", "Branch", "Item", "OrderKey", "Plan", "normalize"]
