@@ -32,11 +32,14 @@ def bundled_adult() -> Path:
 
 
 def load_adult(con: duckdb.DuckDBPyConnection, table: str = "adult_all") -> int:
+    """Load the bundled Adult data into the table ``table`` (one name, quoted: ``full``
+    or ``my table`` work too); the number of rows."""
+    name = '"' + table.replace('"', '""') + '"'
     con.execute(
-        f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM read_csv($1, header = true)",  # noqa: S608
+        f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_csv($1, header = true)",  # noqa: S608
         [str(bundled_adult())],
     )
-    row = con.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
+    row = con.execute(f"SELECT count(*) FROM {name}").fetchone()  # noqa: S608
     assert row is not None
     return int(row[0])
 

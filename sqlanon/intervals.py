@@ -30,8 +30,28 @@ def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
     """``(family, version, table_name, model, parameters JSON, metrics JSON)`` of every
     release, by family and version (the rewriter reads ``ghosts`` from the metrics)."""
     sql = sqltext.load(session.dialect, "release_rows")
+    rows = [tuple(r) for r in session.query(sql)]
+    if session.dialect == "postgres":
+        rows = _with_sources(session, rows)
     # sorted here (by family, version): cheaper than ORDER BY, and a stable cache key
-    return tuple(sorted(tuple(r) for r in session.query(sql)))
+    return tuple(sorted(rows))
+
+
+def _with_sources(session: Session, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """PostgreSQL: release_catalog() shows no source (analysts may not learn them); a
+    caller who may read ``sqlanon.releases`` (an owner) gets each release's source in
+    its parameters, so the rewriter refuses a query reading one as public data."""
+    ((readable,),) = session.query(
+        "SELECT pg_catalog.has_table_privilege('sqlanon.releases', 'SELECT')"
+    )
+    if not readable:
+        return rows
+    sources = dict(session.query(sqltext.load(session.dialect, "release_sources")))
+    patched = []
+    for family, version, table, model, parameters, *metrics in rows:
+        found = {**json.loads(parameters), "source": sources.get(table)}
+        patched.append((family, version, table, model, json.dumps(found), *metrics))
+    return patched
 
 
 def _catalog(session: Session, rows: Sequence[Sequence[Any]]) -> dict[str, Any]:

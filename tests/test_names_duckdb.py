@@ -74,3 +74,13 @@ def test_names_split_like_sql() -> None:
     assert sqltext.check_family('"MixedCase"') == "MixedCase"
     with pytest.raises(ConfigError):
         sqltext.check_family('"bad name"')
+
+
+@pytest.mark.parametrize("table", ["full", "my table", 'odd"name'])
+def test_the_bundled_adult_loads_under_any_table_name(table: str) -> None:
+    from sqlanon.demo import load_adult
+
+    con = duckdb.connect()
+    assert load_adult(con, table) == 1427
+    quoted = '"' + table.replace('"', '""') + '"'
+    assert con.execute(f"SELECT count(*) FROM {quoted}").fetchone() == (1427,)  # noqa: S608

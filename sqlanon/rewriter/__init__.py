@@ -79,7 +79,7 @@ def rewrite(
                 raise
 
     try:
-        tree = _narrow(sql, catalog, dialect, limits)
+        tree = _narrow(sql, catalog, dialect, limits, step)
         step()
         if tree is None:
             plan = normalize(sql, catalog, dialect, limits)
@@ -105,11 +105,15 @@ def rewrite(
         ) from exc
 
 
-def _narrow(sql: str, catalog: Catalog, dialect: str, limits: QueryLimits) -> exp.Select | None:
+def _narrow(
+    sql: str, catalog: Catalog, dialect: str, limits: QueryLimits, step: Callable[[], None]
+) -> exp.Select | None:
     """The narrow builders' answer, exactly as before the general rewriter, or None
-    (then the general path answers the query or says why not)."""
+    (then the general path answers the query or says why not); ``step`` between the
+    parse and the build, where a pending cancel stops a long rewrite."""
     try:
         query = analyze(sql, catalog, dialect, limits)
+        step()
         builder = lhd_intervals if query.release.model == "lhd" else ke_intervals
         tree: exp.Select = builder.build(query)
     except QueryLimitError:

@@ -264,7 +264,8 @@ def _quasi_arg(atom: Atom, arg: exp.Expr, quasi: set[str], release: ReleaseInfo)
     if release.domains.get(column, LabelDomain()).nulls:
         raise UnsupportedQueryError(
             f"{name} over {release.table!r}, which published NULL values of {column!r} "
-            "under generalized labels"
+            "under generalized labels, is not supported; count with COUNT(*) and WHERE "
+            f"{column} IS NOT NULL"
         )
     return column
 
