@@ -81,7 +81,7 @@ DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], tex
 
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
-        domain text, dry_run boolean) RETURNS jsonb
+        domain text, dry_run boolean DEFAULT false) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
@@ -109,7 +109,8 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
-        max_suppression double precision, domain text, dry_run boolean) RETURNS jsonb
+        max_suppression double precision, domain text, dry_run boolean DEFAULT false)
+RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
