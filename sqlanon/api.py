@@ -15,6 +15,7 @@ from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
 from sqlanon.postgres.session import PsycopgSession
 from sqlanon.release import ke_release, lhd_release
+from sqlanon.release import preview as previewing
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
@@ -113,11 +114,13 @@ def release_ke(
     policy: str = "auto",
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family``; see
     :func:`sqlanon.release.ke_release.release_ke`
     (``progress(stage, count)`` is called as rows are read, grouped and written;
-    ``domain`` names the people behind the source, README "Domains")."""
+    ``domain`` names the people behind the source, README "Domains"; ``dry_run``: plan
+    and refuse as the release would, write nothing, return what it would return)."""
     with _reported("release_ke"), session_for(con) as session:
         _require_writable(session, "release_ke")
         return ke_release.release_ke(
@@ -132,6 +135,7 @@ def release_ke(
             policy=policy,
             progress=_callers(progress),
             domain_name=domain,
+            dry_run=dry_run,
         )
 
 
@@ -148,9 +152,11 @@ def release_lhd(
     max_suppression: float = 0.05,
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
-    :func:`sqlanon.release.lhd_release.release_lhd` (``progress`` as for :func:`release_ke`)."""
+    :func:`sqlanon.release.lhd_release.release_lhd` (``progress``, ``dry_run`` as for
+    :func:`release_ke`)."""
     with _reported("release_lhd"), session_for(con) as session:
         _require_writable(session, "release_lhd")
         return lhd_release.release_lhd(
@@ -165,7 +171,31 @@ def release_lhd(
             max_suppression=max_suppression,
             progress=_callers(progress),
             domain_name=domain,
+            dry_run=dry_run,
         )
+
+
+def preview(
+    con: Any,
+    source: str,
+    family: str,
+    model: str = "ke",
+    sweep: Mapping[str, Sequence[Any]] | None = None,
+    **params: Any,
+) -> list[dict[str, Any]]:
+    """One dry run of ``family``'s next version per setting of ``sweep``; one row per
+    setting, in order (the setting, then rows published, held back, suppressed,
+    chain held back and the planner's utility; ``refused``: why a setting would be
+    refused). ``params``: the release's other arguments (``domain`` included).
+
+    >>> sqlanon.preview(con, "adult", "adult_ke", "ke", {"k": [3, 5, 10]},
+    ...                 key="id", sensitive="capital_loss", quasi=["age"], e=20)  # doctest: +SKIP
+    """
+    with _reported("preview"), session_for(con) as session:
+        _require_writable(session, "preview")
+        if "domain" in params:
+            params["domain_name"] = params.pop("domain")
+        return previewing.preview(session, source, family, model=model, sweep=sweep or {}, **params)
 
 
 def erase(con: Any, source: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from sqlanon.api import (
     export,
     interval,
     load_hierarchies,
+    preview,
     release_ke,
     release_lhd,
     rewrite,
@@ -90,6 +91,7 @@ _READ_DB_HELP = (
     "master (local[2], spark://...)"
 )
 _DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
+_DRY_RUN_HELP = "plan as the release would and print its summary; write nothing"
 
 
 def _progress(stage: str, count: int) -> None:
@@ -115,9 +117,27 @@ def change_line(family: str, summary: dict[str, Any]) -> str:
     return f"{family} version {summary['version']} published: {counts}"
 
 
+def dry_run_line(family: str, summary: dict[str, Any]) -> str:
+    """What a dry run found, in one line: the figures the release would report."""
+    if summary.get("unchanged"):
+        return f"dry run of {family}: no change since version {summary['version']}; nothing written"
+    counts = ", ".join(
+        f"{summary.get(name, 0)} {label}"
+        for name, label in (
+            ("rows_published", "would be published"),
+            ("held_back", "held back"),
+            ("suppressed", "suppressed"),
+            ("chain_held_back", "held back by the chain rule"),
+            ("groups", "groups" if summary.get("model") == "ke" else "classes"),
+        )
+    )
+    return f"dry run of {family} version {summary['version']}: {counts}; nothing written"
+
+
 def _print_release(family: str, summary: dict[str, Any]) -> None:
     """The summary as JSON on stdout (for scripts); the line for people on stderr."""
-    print(f"sqlanon: {change_line(family, summary)}", file=sys.stderr, flush=True)
+    line = dry_run_line(family, summary) if summary.get("dry_run") else change_line(family, summary)
+    print(f"sqlanon: {line}", file=sys.stderr, flush=True)
     print(json.dumps(summary, indent=2))
 
 
@@ -135,6 +155,7 @@ def _release_ke(args: argparse.Namespace) -> None:
             policy=args.policy,
             progress=_progress,
             domain=args.domain,
+            dry_run=args.dry_run,
         )
     _print_release(args.family, summary)
 
@@ -153,8 +174,51 @@ def _release_lhd(args: argparse.Namespace) -> None:
             max_suppression=args.max_suppression,
             progress=_progress,
             domain=args.domain,
+            dry_run=args.dry_run,
         )
     _print_release(args.family, summary)
+
+
+#: Per model, the options of ``sqlanon preview`` that a release takes, and the type of
+#: the values ``--sweep NAME=V1,V2`` gives each.
+_PREVIEW_PARAMETERS = {
+    "ke": {"k": int, "e": float, "policy": str},
+    "lhd": {"l": int, "algorithm": str, "max_suppression": float},
+}
+
+
+def _sweep(model: str, given: Sequence[str]) -> dict[str, list[Any]]:
+    """``["k=3,5,10"]`` as ``{"k": [3, 5, 10]}``."""
+    types = _PREVIEW_PARAMETERS[model]
+    sweep: dict[str, list[Any]] = {}
+    for item in given:
+        name, _, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if name not in types or not values:
+            raise ConfigError(
+                f"--sweep takes NAME=V1,V2,... with NAME one of {', '.join(types)}; got {item!r}"
+            )
+        try:
+            sweep[name] = [types[name](v.strip()) for v in values.split(",")]
+        except ValueError as exc:
+            raise ConfigError(f"--sweep {item!r}: {exc}") from exc
+    return sweep
+
+
+def _preview(args: argparse.Namespace) -> None:
+    sweep = _sweep(args.model, args.sweep)
+    given = {n: getattr(args, n) for n in _PREVIEW_PARAMETERS[args.model]}
+    params = {n: v for n, v in given.items() if v is not None and n not in sweep}
+    params.update(key=args.key, quasi=args.quasi, domain=args.domain)
+    if args.model == "ke":
+        if len(args.sensitive) != 1:
+            raise ConfigError("a (k,e) release takes one --sensitive column")
+        params["sensitive"] = args.sensitive[0]
+    else:
+        params["sensitive"] = args.sensitive
+    with connect(args.db) as con:
+        rows = preview(con, args.source, args.family, args.model, sweep, **params)
+    print_table(rows)
 
 
 def _erase(args: argparse.Namespace) -> None:
@@ -315,6 +379,7 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
         default=None,
         help=_DOMAIN_HELP,
     )
+    ke.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     ke.set_defaults(run=_release_ke)
 
     lhd = commands.add_parser("release-lhd", help="publish the next lHD-diverse version")
@@ -334,7 +399,9 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
         default=None,
         help=_DOMAIN_HELP,
     )
+    lhd.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     lhd.set_defaults(run=_release_lhd)
+    _add_preview_command(commands)
 
     erase = commands.add_parser(
         "erase",
@@ -354,6 +421,39 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
         "folder", nargs="?", help="folder of the CSVs (default: the bundled ones, for adult)"
     )
     hier.set_defaults(run=_load_hierarchies)
+
+
+def _add_preview_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """``preview``: one dry run per setting of a sweep, as a table."""
+    pre = commands.add_parser(
+        "preview",
+        help="dry-run the next version of a family for each setting of a sweep "
+        "(--sweep k=3,5,10) and print one row per setting; writes nothing",
+    )
+    pre.add_argument("model", choices=["ke", "lhd"])
+    pre.add_argument("--db", required=True, help=_DB_HELP)
+    pre.add_argument("source")
+    pre.add_argument("family")
+    pre.add_argument("--key", required=True)
+    pre.add_argument("--sensitive", nargs="+", required=True)
+    pre.add_argument("--quasi", nargs="+", default=[])
+    pre.add_argument(
+        "--sweep",
+        action="append",
+        required=True,
+        help="NAME=V1,V2,... (ke: k, e, policy; lhd: l, algorithm, max_suppression); "
+        "repeat it to cross settings",
+    )
+    pre.add_argument("--k", type=int, default=None)
+    pre.add_argument("--e", type=float, default=None)
+    pre.add_argument("--policy", default=None, choices=["auto", "merge", "defer", "paper"])
+    pre.add_argument("--l", type=int, default=None)
+    pre.add_argument("--algorithm", default=None, choices=["auto", "greedy", "scalable", "refine"])
+    pre.add_argument("--max-suppression", type=float, default=None)
+    pre.add_argument("--domain", default=None, help=_DOMAIN_HELP)
+    pre.set_defaults(run=_preview)
 
 
 def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -119,11 +119,12 @@ def _release_ke(
     e: float,
     policy: str,
     domain: str | None,
+    dry_run: bool | None,
 ) -> dict[str, Any]:
     with _session(owner, "release_ke") as s:
         return ke_release.release_ke(
             s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
-            policy=policy, domain_name=domain,
+            policy=policy, domain_name=domain, dry_run=bool(dry_run),
         )  # fmt: skip
 
 
@@ -138,11 +139,12 @@ def _release_lhd(
     algorithm: str,
     ms: float,
     domain: str | None,
+    dry_run: bool | None,
 ) -> dict[str, Any]:
     with _session(owner, "release_lhd") as s:
         return lhd_release.release_lhd(
             s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
-            algorithm=algorithm, max_suppression=ms, domain_name=domain,
+            algorithm=algorithm, max_suppression=ms, domain_name=domain, dry_run=bool(dry_run),
         )  # fmt: skip
 
 
@@ -209,13 +211,13 @@ def _udf_table() -> list[_Udf]:
         _Udf(
             "_sqlanon_release_ke",
             _release_ke,
-            [VARCHAR, VARCHAR, VARCHAR, VARCHAR, texts, BIGINT, DOUBLE, VARCHAR, VARCHAR],
+            [VARCHAR, VARCHAR, VARCHAR, VARCHAR, texts, BIGINT, DOUBLE, VARCHAR, VARCHAR, BOOLEAN],
             VARCHAR,
         ),
         _Udf(
             "_sqlanon_release_lhd",
             _release_lhd,
-            [VARCHAR, VARCHAR, VARCHAR, texts, texts, BIGINT, VARCHAR, DOUBLE, VARCHAR],
+            [VARCHAR, VARCHAR, VARCHAR, texts, texts, BIGINT, VARCHAR, DOUBLE, VARCHAR, BOOLEAN],
             VARCHAR,
         ),
         _Udf("_sqlanon_erase", _erase, [VARCHAR], VARCHAR),

@@ -129,6 +129,7 @@ def server_release_ke(
     e: float,
     policy: str,
     domain: str | None = None,
+    dry_run: bool | None = False,
 ) -> str:
     """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -144,6 +145,7 @@ def server_release_ke(
             e=e,
             policy=policy,
             domain_name=domain,
+            dry_run=bool(dry_run),
         )
     return _json(summary)
 
@@ -161,6 +163,7 @@ def server_release_lhd(
     algorithm: str,
     max_suppression: float,
     domain: str | None = None,
+    dry_run: bool | None = False,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -176,6 +179,7 @@ def server_release_lhd(
             algorithm=algorithm,
             max_suppression=max_suppression,
             domain_name=domain,
+            dry_run=bool(dry_run),
         )
     return _json(summary)
 

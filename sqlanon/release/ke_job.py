@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sqlanon.errors import BrokenCellError, InfeasibleError, UnsafeReleaseError
+from sqlanon.metrics import error_ratio
 from sqlanon.models import ke_incremental, ke_plan, ke_static
 from sqlanon.models.cells import Requirement
 from sqlanon.release.domain_scope import DomainScope
@@ -61,6 +62,19 @@ class KeJob(Job):
                 "chain_held_back": planned.chain_held,
             },
         )
+
+    def utility(self, written: Written) -> dict[str, Any]:
+        """The planner's figures: groups, sum of errors, the static optimum of the
+        current table and of the rows published, and their ratio
+        (:func:`sqlanon.metrics.error_ratio`)."""
+        groups, sum_of_errors, metrics = self.figures(written)
+        return {
+            "groups": groups,
+            "sum_of_errors": sum_of_errors,
+            "static_optimum": metrics["static_optimum"],
+            "published_optimum": metrics["published_optimum"],
+            "error_ratio": error_ratio(sum_of_errors, metrics["published_optimum"]),
+        }
 
     def readable(self, session: Session) -> list[str]:
         """Its table and its bounds table."""

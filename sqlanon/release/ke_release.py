@@ -44,6 +44,7 @@ def release_ke(
     policy: str = "auto",
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family`` from ``source``.
 
@@ -54,6 +55,11 @@ def release_ke(
     before), sum of errors, and the static optimum of the current table. ``progress``,
     if given, is called as ``progress(stage, count)`` after each long step: "rows read",
     "groups built", "rows written".
+
+    ``dry_run``: read and plan exactly as the release would (same refusals), write
+    nothing, and return the summary it would return, marked ``dry_run``, with why
+    records are left out, the planner's utility and what the domain would constrain
+    (:func:`sqlanon.release.pipeline.preview_of`).
     """
     k, e = _check_ke_parameters(k, e, policy)
     if not isinstance(key, str) or not isinstance(sensitive, str):
@@ -71,12 +77,16 @@ def release_ke(
             "policy 'paper' (the seeds' rule, record by record, for reproducing their "
             "figures) runs on DuckDB and PostgreSQL only; on Spark use auto, merge or defer"
         )
-    with session.transaction():
+
+    def body() -> dict[str, Any]:
         session.lock_family(family)
         job = _job(
-            session, source, family, key, sensitive, quasi, k, e, policy, progress, domain_name
-        )
+            session, source, family, key, sensitive, quasi, k, e, policy, progress, domain_name,
+            dry_run,
+        )  # fmt: skip
         return pipeline.release(session, job, ke_engine.release_ke, ke_rows.STEPS)
+
+    return pipeline.transaction(session, body, dry_run=bool(dry_run))
 
 
 def _job(
@@ -91,6 +101,7 @@ def _job(
     policy: str,
     progress: Callable[[str, int], None] | None,
     domain_name: str | None,
+    dry_run: bool,
 ) -> KeJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -126,7 +137,7 @@ def _job(
         src=src, family=family, key=key, quasi=quasi, scope=scope, last=last,
         version=version, table=table, parameters=parameters,
         source_rows=profile_source(session, src, key, sensitive), progress=progress,
-        sensitive=sensitive, k=k, e=e, policy=policy,
+        sensitive=sensitive, k=k, e=e, policy=policy, dry_run=dry_run,
     )  # fmt: skip
 
 

@@ -48,6 +48,22 @@ class LhdJob(Job):
             },
         )
 
+    def utility(self, written: Written) -> dict[str, Any]:
+        """The planner's figures: classes, precision loss, discernibility (DM), and the
+        share of the source's records left out against ``max_suppression``."""
+        planned = written.planned
+        assert planned is not None
+        counts = planned.counts()
+        left_out = counts["held_back"] + counts["suppressed"]
+        considered = left_out + counts["rows_published"] + planned.ghost_rows
+        return {
+            "classes": int(planned.plan.n_classes),
+            "precision_loss": float(planned.plan.precision_loss),
+            "dm": int(planned.plan.dm),
+            "left_out_fraction": left_out / considered if considered else 0.0,
+            "max_suppression": self.max_suppression,
+        }
+
 
 def published_nulls(quasi: dict[str, np.ndarray], published: np.ndarray) -> list[str]:
     """The quasi columns (values per planner entry) with a missing value (NULL) among the

@@ -74,6 +74,7 @@ def release_lhd(
     max_suppression: float = 0.05,
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
@@ -83,7 +84,9 @@ def release_lhd(
 
     Returns the (k,e)-style summary plus ``precision_loss``, ``dm`` and ``suppressed``.
     ``progress``, if given, is called as ``progress(stage, count)`` after each long
-    step: "rows read", "groups built" (classes), "rows written".
+    step: "rows read", "groups built" (classes), "rows written". ``dry_run``: plan
+    and refuse as the release would, write nothing, return what it would return
+    (:func:`sqlanon.release.pipeline.preview_of`).
     """
     sensitive = _check_lhd_parameters(l, algorithm, max_suppression, sensitive)
     if not isinstance(key, str):
@@ -93,13 +96,16 @@ def release_lhd(
     if not quasi:
         raise ConfigError("quasi must list at least one column (each needs a hierarchy)")
     domain_name = domains.check_domain(domain_name)
-    with session.transaction():
+
+    def body() -> dict[str, Any]:
         session.lock_family(family)
         job = _job(
             session, source, family, key, quasi, sensitive, int(l), algorithm,
-            float(max_suppression), progress, domain_name,
+            float(max_suppression), progress, domain_name, dry_run,
         )  # fmt: skip
         return pipeline.release(session, job, lhd_engine.release, lhd_rows.STEPS)
+
+    return pipeline.transaction(session, body, dry_run=bool(dry_run))
 
 
 def _job(
@@ -114,6 +120,7 @@ def _job(
     max_suppression: float,
     progress: Callable[[str, int], None] | None,
     domain_name: str | None,
+    dry_run: bool,
 ) -> LhdJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -166,7 +173,7 @@ def _job(
         src=src, family=family, key=key, quasi=quasi, scope=scope, last=last,
         version=version, table=table, parameters=parameters, source_rows=source_rows,
         progress=progress, sensitive=sensitive, checked=checked, l=l, algorithm=algorithm,
-        max_suppression=max_suppression, read_sql=read_sql,
+        max_suppression=max_suppression, read_sql=read_sql, dry_run=dry_run,
     )  # fmt: skip
 
 

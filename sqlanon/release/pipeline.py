@@ -19,7 +19,12 @@ row read into numpy). On either path :func:`run` takes the same stages in the sa
    then the private state (members, kept values, cells).
 
 :func:`release` then records the catalog row and points the family's view at the table
-(:func:`sqlanon.release.publish.publish`). A model on a path contributes its
+(:func:`sqlanon.release.publish.publish`). A **dry run** (``Job.dry_run``) takes the same
+read and plan, the same refusals, then stops before the write and returns the summary
+the release would return, marked ``dry_run`` and with what the owner needs to choose
+parameters (:func:`preview_of`); the verb runs it in :func:`transaction`, which rolls
+back whatever the read touched (the changes it applies, the temporary tables), so that
+nothing at all is written. A model on a path contributes its
 :class:`Steps`; the two paths of one model share the model's planner and catalog row,
 the two models on one path share that path's reads and writes
 (:mod:`~sqlanon.release.engine_path`, :mod:`~sqlanon.release.row_path`).
@@ -59,6 +64,7 @@ class Job:
     parameters: dict[str, Any]
     source_rows: int
     progress: Callable[[str, int], None] | None
+    dry_run: bool = field(default=False, kw_only=True)  # plan, refuse, write nothing
 
     model: ClassVar[str]
 
@@ -72,6 +78,10 @@ class Job:
 
     def figures(self, written: Written) -> tuple[int, float | None, dict[str, Any]]:
         """The catalog row's groups, sum of errors and metrics."""
+        raise NotImplementedError
+
+    def utility(self, written: Written) -> dict[str, Any]:
+        """What a dry run reports of the plan's utility (the planner's own figures)."""
         raise NotImplementedError
 
     def readable(self, session: Session) -> list[str]:
@@ -212,6 +222,8 @@ def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
     ):
         return Written()
     job.check_published(planned)
+    if job.dry_run:
+        return Written(planned, changes.as_metrics())
     job.note("groups built", planned.groups)
     job.note("rows written", steps.write_table(session, job, read, planned))
     steps.write_state(session, job, read, planned)
@@ -233,10 +245,75 @@ def release(
     assert written is not None  # the row path takes every release
     if written.planned is None:
         assert job.last is not None
-        return {**summary_of(job.last), "unchanged": True}
+        return {
+            **summary_of(job.last),
+            "unchanged": True,
+            **({"dry_run": True} if job.dry_run else {}),
+        }
     row = job.catalog_row(written)
+    if job.dry_run:
+        return {**summary_of(row), **preview_of(job, written)}
     publish(session, row, job.readable(session))
     return summary_of(row)
+
+
+class _DryRunDone(Exception):
+    """Carries a dry run's summary out of its transaction, which rolls back on it."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        super().__init__("dry run")
+        self.summary = summary
+
+
+def transaction(
+    session: Session, body: Callable[[], dict[str, Any]], *, dry_run: bool
+) -> dict[str, Any]:
+    """``body()`` (a verb's locks, checks and :func:`release`) in one transaction of
+    ``session``; for a dry run that transaction is rolled back, leaving nothing behind
+    (not the changes the read applies, nor a temporary table, nor a lock), and the
+    summary ``body`` returned is returned all the same."""
+    try:
+        with session.transaction():
+            summary = body()
+            if dry_run:
+                raise _DryRunDone(summary)
+            return summary
+    except _DryRunDone as done:
+        return done.summary
+
+
+#: What each figure of a summary that leaves records out counts (README, "Preview").
+LEFT_OUT_RULES = {
+    "held_back": "records no release of the domain published yet that this one leaves "
+    "out (they cannot form a valid group or class now); offered again next time",
+    "suppressed": "records an earlier release of the domain published that this one "
+    "leaves out: their old cell cannot meet this release's rule whole",
+    "chain_held_back": "of those left out, the records the chain rule holds back: a "
+    "changed record's new incarnation, or an old cell a changed record's chain touches",
+}
+
+
+def preview_of(job: Job, written: Written) -> dict[str, Any]:
+    """What a dry run adds to the summary: why records are left out (per rule, in the
+    summary's own figures), the utility the planner measured, and what the release
+    would constrain for later ones (the attributes the domain's cells would fix)."""
+    planned = written.planned
+    assert planned is not None
+    counts = planned.counts()
+    figures = {**counts, "chain_held_back": planned.chain_held}
+    scope = job.scope
+    return {
+        "dry_run": True,
+        "left_out": {
+            name: {"records": figures[name], "rule": rule} for name, rule in LEFT_OUT_RULES.items()
+        },
+        "utility": job.utility(written),
+        "constrains": {
+            "domain": scope.name,
+            "attributes": scope.attributes,
+            "new_attributes": [a for a in scope.attributes if a not in scope.before],
+        },
+    }
 
 
 def refuse_unsafe(before: Cells, after: Cells, values: dict[str, np.ndarray]) -> None:

@@ -1,13 +1,14 @@
 -- The SQL face of sqlanon on DuckDB: macros give the `name := value` call style over
 -- the positional Python UDFs registered by sqlanon.duckdb.register.register().
+-- dry_run := true: plan as the release would, write nothing, return what it would return.
 CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sensitive := NULL,
-        quasi := [], k := 5, e := 0, policy := 'auto', domain := NULL) AS
-    _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, domain);
+        quasi := [], k := 5, e := 0, policy := 'auto', domain := NULL, dry_run := false) AS
+    _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, domain, dry_run);
 CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, quasi := [],
         sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05,
-        domain := NULL) AS
+        domain := NULL, dry_run := false) AS
     _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression,
-                         domain);
+                         domain, dry_run);
 -- The data owner's erasure: deletions from the source reach the state now, unpublished.
 CREATE OR REPLACE TEMP MACRO sqlanon_erase(source) AS _sqlanon_erase(source);
 -- folder := NULL: the hierarchies bundled with sqlanon (dataset 'adult')

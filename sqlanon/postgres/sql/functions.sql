@@ -68,28 +68,38 @@ DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bi
     double precision, bigint, text);
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
     text, double precision, bigint, text);
+-- Before dry runs (issue 26) they had no `dry_run` argument: those signatures go, the new
+-- ones take it last with DEFAULT false, so every call of the old ones still works.
+DROP FUNCTION IF EXISTS sqlanon.release_ke(text, text, text, text, text[], bigint,
+    double precision, text, text);
+DROP FUNCTION IF EXISTS sqlanon._release_ke(text, text, text, text, text, text[], bigint,
+    double precision, text, text);
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, text);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, text);
 
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
-        domain text) RETURNS jsonb
+        domain text, dry_run boolean DEFAULT false) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.postgres import server
-return server.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain)
+return server.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain, dry_run)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
         key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
         k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
-        domain text DEFAULT NULL) RETURNS jsonb
+        domain text DEFAULT NULL, dry_run boolean DEFAULT false) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     failure text;
     state text;
 BEGIN
     RETURN sqlanon._release_ke(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
-        family, key, sensitive, quasi, k, e, policy, domain);
+        family, key, sensitive, quasi, k, e, policy, domain, dry_run);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -99,18 +109,20 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
-        max_suppression double precision, domain text) RETURNS jsonb
+        max_suppression double precision, domain text, dry_run boolean DEFAULT false)
+RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.postgres import server
-return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain)
+return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
         l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
-        max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL)
+        max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL,
+        dry_run boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -118,7 +130,7 @@ DECLARE
     state text;
 BEGIN
     RETURN sqlanon._release_lhd(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
-        family, key, quasi, sensitive, l, algorithm, max_suppression, domain);
+        family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,

@@ -50,12 +50,14 @@ GRANT SELECT ON sqlanon.query_limits TO sqlanon_analyst;
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    sqlanon.release_ke(text, text, text, text, text[], bigint, double precision, text, text),
+    sqlanon.release_ke(text, text, text, text, text[], bigint, double precision, text, text,
+                       boolean),
     sqlanon._release_ke(text, text, text, text, text, text[], bigint, double precision, text,
-                        text),
-    sqlanon.release_lhd(text, text, text, text[], text[], bigint, text, double precision, text),
+                        text, boolean),
+    sqlanon.release_lhd(text, text, text, text[], text[], bigint, text, double precision, text,
+                        boolean),
     sqlanon._release_lhd(text, text, text, text, text[], text[], bigint, text,
-                         double precision, text),
+                         double precision, text, boolean),
     sqlanon.load_hierarchies(text, text),
     sqlanon._load_hierarchies(text, text),
     sqlanon.hierarchy_widths(text, text, double precision[]),
