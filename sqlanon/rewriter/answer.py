@@ -181,17 +181,25 @@ def _item_columns(
             same = exp.EQ(this=val.lo.copy(), expression=val.hi.copy())
             found.append((item.name, exp.Case(ifs=[exp.If(this=same, true=val.lo.copy())])))
     found += [
-        (f"{item.name}_low", _bounded(val.lo, val.nn, "-Infinity")),
-        (f"{item.name}_high", _bounded(val.hi, val.nn, "Infinity")),
+        (f"{item.name}_low", _bounded(item.expr, val.lo, val.nn, "-Infinity")),
+        (f"{item.name}_high", _bounded(item.expr, val.hi, val.nn, "Infinity")),
         (f"{item.name}_est", val.est.copy()),
     ]
     return found
 
 
-def _bounded(end: exp.Expr, may_be_number: exp.Expr, infinity: str) -> exp.Expr:
+#: The operations whose interval may have no bound (post.py: a divisor around 0, LN,
+#: SQRT... where undefined); an item without one keeps its column's type (a COUNT
+#: stays an integer).
+_MAY_BE_UNBOUNDED = (exp.Div, exp.IntDiv, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow)
+
+
+def _bounded(expr: exp.Expr, end: exp.Expr, may_be_number: exp.Expr, infinity: str) -> exp.Expr:
     """An interval end for the analyst: inside the post layer a NULL end means
     unbounded; in the answer NULL means the value is NULL (no record can be selected),
     and an unbounded end is -Infinity or Infinity."""
+    if not expr.find(*_MAY_BE_UNBOUNDED):
+        return end.copy()
     unbounded = exp.and_(exp.Is(this=end.copy(), expression=exp.Null()), may_be_number.copy())
     inf = exp.cast(exp.Literal.string(infinity), exp.DataType.build("DOUBLE"))
     return exp.Case(ifs=[exp.If(this=unbounded, true=inf)], default=end.copy())
