@@ -33,6 +33,7 @@ from sqlanon.errors import (
     InternalError,
     QueryLimitError,
     SqlanonError,
+    SuppressionLimitError,
     UnsafeReleaseError,
     UnsupportedQueryError,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "ConfigError",
     "ExportError",
     "InfeasibleError",
+    "SuppressionLimitError",
     "InternalError",
     "QueryLimitError",
     "SqlanonError",

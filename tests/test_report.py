@@ -82,7 +82,8 @@ def test_releases_print_progress_to_stderr(db: dict) -> None:
         assert lines[3:] == [
             f"sqlanon: {summary['family']} version {summary['version']} published: "
             f"{summary['inserted']} inserted, 0 deleted, 0 quasi changed, 0 value changed, "
-            "0 ghosts, 0 held back by the chain rule"
+            f"0 ghosts; {summary['left_out']} left out ({summary['held_back']} held back, "
+            f"{summary['suppressed']} suppressed; 0 of them by the chain rule)"
         ]
 
 
