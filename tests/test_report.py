@@ -278,7 +278,7 @@ def test_held_back_rows_are_explained(tmp_path: Path) -> None:
         ["3", "2", "1 since v2, 1 new", "0"],
         ["4", "0", "–", "0"],
     ]
-    assert "cannot form a valid piece yet" in page and "published before, absent now" in page
+    assert "to form a valid piece yet" in page and "absent from this version" in page
 
 
 def test_report_api_and_errors(db: dict, tmp_path: Path) -> None:
