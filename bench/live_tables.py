@@ -92,7 +92,7 @@ def run(k: int, e: float, live: bool, seed: int, path: Path) -> dict[str, Any]:
                 "published": summary["rows_published"],
                 "ghosts": summary.get("ghosts", 0),
                 "held_back": summary["held_back"],
-                "chain_held_back": summary.get("chain_held_back", 0),
+                "chain_held": summary.get("chain_held", summary.get("chain_held_back", 0)),
                 "ratio": summary["sum_of_errors"] / static if static else float("nan"),
                 "exposed": exposed(con, k, e),
             }
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 sub = max(r["exposed"][1] for r in at)
                 lines.append(
                     f"| {i + 1} | {med(at, 'published'):.0f} | {med(at, 'ghosts'):.0f} | "
-                    f"{med(at, 'held_back'):.0f} ({med(at, 'chain_held_back'):.0f}) | "
+                    f"{med(at, 'held_back'):.0f} ({med(at, 'chain_held'):.0f}) | "
                     f"{med(at, 'ratio'):.3f} | {cells} / {sub} (max) | {med(base, 'ratio'):.3f} |"
                 )
             width = {

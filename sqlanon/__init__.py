@@ -34,6 +34,7 @@ from sqlanon.errors import (
     InternalError,
     QueryLimitError,
     SqlanonError,
+    SuppressionLimitError,
     UnsafeReleaseError,
     UnsupportedQueryError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "ConfigError",
     "ExportError",
     "InfeasibleError",
+    "SuppressionLimitError",
     "InternalError",
     "QueryLimitError",
     "SqlanonError",

@@ -100,7 +100,9 @@ def _progress(stage: str, count: int) -> None:
 
 
 def change_line(family: str, summary: dict[str, Any]) -> str:
-    """What a release did, in one line: nothing (unchanged), or its change counts."""
+    """What a release did, in one line: nothing (unchanged), or its change counts and
+    the records it left out (README, "Changing tables": held back, suppressed, and how
+    many of those the chain rule left out)."""
     if summary.get("unchanged"):
         return f"{family}: no change since version {summary['version']}: nothing published"
     counts = ", ".join(
@@ -111,10 +113,14 @@ def change_line(family: str, summary: dict[str, Any]) -> str:
             ("quasi_changed", "quasi changed"),
             ("value_changed", "value changed"),
             ("ghosts", "ghosts"),
-            ("chain_held_back", "held back by the chain rule"),
         )
     )
-    return f"{family} version {summary['version']} published: {counts}"
+    held, suppressed = summary.get("held_back", 0), summary.get("suppressed", 0)
+    return (
+        f"{family} version {summary['version']} published: {counts}; {held + suppressed} left "
+        f"out ({held} held back, {suppressed} suppressed; {summary.get('chain_held', 0)} of "
+        "them by the chain rule)"
+    )
 
 
 def dry_run_line(family: str, summary: dict[str, Any]) -> str:

@@ -36,6 +36,11 @@ class InfeasibleError(SqlanonError):
     """The data cannot satisfy the privacy model with these parameters."""
 
 
+class SuppressionLimitError(InfeasibleError):
+    """An lHD release would leave out more than ``max_suppression`` of its records (held
+    back, suppressed, chain rule included): refused, nothing written."""
+
+
 class UnsafeReleaseError(SqlanonError):
     """Publishing would expose records (deleted or changed rows, a broken cell)."""
 

@@ -289,7 +289,10 @@ def test_releases_of_a_live_table_audit_to_zero(tmp_path: Path, model: str) -> N
         if model in ("lhd", "both"):
             sqlanon.release_lhd(
                 con, "people", "p_lhd", key="id", quasi=["age", "sex"],
-                sensitive=["salary", "job"] if model == "lhd" else ["job"], l=2, )  # fmt: skip
+                sensitive=["salary", "job"] if model == "lhd" else ["job"], l=2,
+                # the chain rule leaves out whole (k,e) cells holding a changed record
+                # (about 21% at the last step of 'both'): this test is about the audit
+                max_suppression=0.5, )  # fmt: skip
 
     release()
     steps = [

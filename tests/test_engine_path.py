@@ -115,7 +115,7 @@ def test_engine_and_row_paths_agree(monkeypatch: pytest.MonkeyPatch, sequence: A
         with row_path(monkeypatch):
             by_rows = release(rows, k, e, policy)
         fields = ("version", "rows_published", "held_back", "suppressed", "inserted")
-        fields += ("deleted", "value_changed", "quasi_changed", "ghosts", "chain_held_back")
+        fields += ("deleted", "value_changed", "quasi_changed", "ghosts", "chain_held")
         for field in fields:
             assert by_engine[field] == by_rows[field], field
         assert by_engine.get("unchanged") == by_rows.get("unchanged")

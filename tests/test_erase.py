@@ -191,7 +191,8 @@ def test_cli_release_ke_says_what_changed_and_erases(tmp_path: Path, capsys: Any
     assert code == 0
     assert err.splitlines()[-1] == (
         "sqlanon: people_ke version 2 published: 0 inserted, 1 deleted, 1 quasi changed, "
-        "0 value changed, 1 ghosts, 0 held back by the chain rule"
+        "0 value changed, 1 ghosts; 0 left out (0 held back, 0 suppressed; 0 of them by the "
+        "chain rule)"
     )
     code, _, err = run(capsys, "erase", "--db", db, "no_such_table")
     assert code == 2 and err.startswith("sqlanon: source table 'no_such_table' does not exist")

@@ -21,7 +21,12 @@ from sqlanon.demo import load_adult
 from sqlanon.state import exports
 
 KE = dict(key="pid", sensitive="loss", quasi=["age", "sex", "education"], k=5, e=20_000)
-LHD = dict(key="pid", quasi=["marital_status", "race"], sensitive=["loss", "occupation"], l=3)
+# After the changes, the chain rule leaves out whole (k,e) cells holding a changed record
+# (about 22% here): these tests are about the export, so the release allows it.
+LHD = dict(
+    key="pid", quasi=["marital_status", "race"], sensitive=["loss", "occupation"], l=3,
+    max_suppression=0.4,
+)  # fmt: skip
 QUERIES = [
     "SELECT sex, COUNT(*), SUM(loss) AS s, AVG(loss) FROM people_ke WHERE age BETWEEN 30 AND 50"
     " GROUP BY sex",

@@ -264,14 +264,15 @@ def history(table: Table) -> History:
             rows = con.execute(f'SELECT group_id, s FROM "{name}"').fetchall()  # noqa: S608
             need = {positions["s"]: p["k"]}
             spread = {positions["s"]: float(p["e"])}
-        else:
-            where = (positions["c"],)
-            rows = con.execute(f'SELECT class_id, c FROM "{name}"').fetchall()  # noqa: S608
-            need = {positions["c"]: p["l"]}
+        else:  # every sensitive attribute the release published (s, c: names we chose)
+            where = tuple(positions[a] for a in p["sensitive"])
+            shown = ", ".join(p["sensitive"])
+            rows = con.execute(f'SELECT class_id, {shown} FROM "{name}"').fetchall()  # noqa: S608
+            need = {positions[a]: p["l"] for a in p["sensitive"]}
             spread = {}
         multisets: dict[int, Counter[tuple[Any, ...]]] = {}
-        for g, value in rows:
-            multisets.setdefault(g, Counter())[(value,)] += 1
+        for g, *value in rows:
+            multisets.setdefault(g, Counter())[tuple(value)] += 1
         assert set(multisets) == set(members), f"{name}: groups differ from the members"
         groups = []
         for g, records in members.items():

@@ -60,7 +60,8 @@ def test_install_release_audit_and_query_by_url(
         f"sqlanon: groups built: {json.loads(out)['groups']}",
         "sqlanon: rows written: 80",
         "sqlanon: people_ke version 1 published: 80 inserted, 0 deleted, 0 quasi changed, "
-        "0 value changed, 0 ghosts, 0 held back by the chain rule",
+        "0 value changed, 0 ghosts; 0 left out (0 held back, 0 suppressed; 0 of them by the "
+        "chain rule)",
     ]
     code, out, err = run(capsys, *release)
     assert code == 0 and json.loads(out)["unchanged"] is True

@@ -82,7 +82,8 @@ def test_releases_print_progress_to_stderr(db: dict) -> None:
         assert lines[3:] == [
             f"sqlanon: {summary['family']} version {summary['version']} published: "
             f"{summary['inserted']} inserted, 0 deleted, 0 quasi changed, 0 value changed, "
-            "0 ghosts, 0 held back by the chain rule"
+            f"0 ghosts; {summary['left_out']} left out ({summary['held_back']} held back, "
+            f"{summary['suppressed']} suppressed; 0 of them by the chain rule)"
         ]
 
 
@@ -277,7 +278,7 @@ def test_held_back_rows_are_explained(tmp_path: Path) -> None:
         ["3", "2", "1 since v2, 1 new", "0"],
         ["4", "0", "–", "0"],
     ]
-    assert "cannot form a valid piece yet" in page and "published before, absent now" in page
+    assert "to form a valid piece yet" in page and "absent from this version" in page
 
 
 def test_report_api_and_errors(db: dict, tmp_path: Path) -> None:

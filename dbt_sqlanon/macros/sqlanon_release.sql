@@ -63,8 +63,8 @@
             ~ " suppressed; " ~ summary.get('inserted', 0) ~ " inserted, "
             ~ summary.get('deleted', 0) ~ " deleted, " ~ summary.get('quasi_changed', 0)
             ~ " quasi changed, " ~ summary.get('value_changed', 0) ~ " value changed, "
-            ~ summary.get('ghosts', 0) ~ " ghosts, " ~ summary.get('chain_held_back', 0)
-            ~ " held back by the chain rule") }}
+            ~ summary.get('ghosts', 0) ~ " ghosts; " ~ summary.get('chain_held', 0)
+            ~ " of those left out by the chain rule") }}
 {% endmacro %}
 
 

@@ -58,8 +58,12 @@ BENCHMARKS.md (``lhd-units``): a precision loss a few percent above planning eve
 record alone on tables with many identical records.
 
 Records left out are **held back** when no release has published them yet (offered
-again next time) and **suppressed** when one has. More than ``max_suppression`` of the
-records left out raises :class:`InfeasibleError`.
+again next time) and **suppressed** when one has. ``left_out_before`` records the caller
+already left out (the chain rule) count against ``max_suppression`` too: a plan is
+within it when its records left out plus those stay at most ``max_suppression`` of all
+(the records given plus ``left_out_before``). When no plan is, :class:`InfeasibleError`
+(``over_budget='raise'``), or the plan leaving out the fewest (``'least'``: the caller
+decides, e.g. a release that adds the chain rule's records and refuses with all of them).
 
 The parameter is called ``l`` as in the paper (hence the ``noqa: E741`` markers).
 """
@@ -82,9 +86,13 @@ from sqlanon.models.lhd_problem import LhdProblem, common_levels, group_validity
 from sqlanon.models.lhd_refine import keep_absent_valid, refine_earlier
 from sqlanon.models.lhd_scalable import top_down
 
-__all__ = ["ALGORITHMS", "LhdPlan", "plan_lhd"]
+__all__ = ["ALGORITHMS", "SLACK", "LhdPlan", "plan_lhd"]
 
 ALGORITHMS = ("auto", "greedy", "scalable", "refine")
+
+#: Records compared with ``max_suppression * records`` may fall short of it by float
+#: rounding (a fraction given to 4 decimals, rounded up, times the records).
+SLACK = 1e-6
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,8 @@ def plan_lhd(
     max_suppression: float = 0.05,
     checked: Mapping[str, Sequence[Any] | np.ndarray] | None = None,
     weight: Sequence[int] | np.ndarray | None = None,
+    left_out_before: int = 0,
+    over_budget: str = "raise",
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -176,6 +186,8 @@ def plan_lhd(
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if not 0.0 <= max_suppression <= 1.0:
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
+    if over_budget not in ("raise", "least"):
+        raise ConfigError(f"over_budget must be 'raise' or 'least', got {over_budget!r}")
     given = LhdProblem.build(quasi, sensitive, hierarchies, l, prior, checked or {}, weight)
     problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())
@@ -194,12 +206,14 @@ def plan_lhd(
         for name in names
     ]
     records = problem.records
-    allowed = [p for p in plans if p.absent <= max_suppression * records]
+    budget = max_suppression * (records + left_out_before) + SLACK
+    allowed = [p for p in plans if p.absent + left_out_before <= budget]
     if allowed:
         # equal precision loss (to rounding): the finer partition (lower DM)
         plan = min(allowed, key=lambda p: (round(p.precision_loss, 12), p.dm))
     else:
-        plan = min(plans, key=lambda p: p.absent)
+        plan = min(plans, key=lambda p: (p.absent, round(p.precision_loss, 12), p.dm))
+    if not allowed and over_budget == "raise":
         raise InfeasibleError(
             f"{plan.algorithm} would leave out {plan.absent} of {records} records "
             f"({plan.absent / records:.1%}: {plan.suppressed} published before, "

@@ -59,7 +59,7 @@ class KeJob(Job):
                 "published_optimum": ke_static.static_optimum(published, self.k, self.e),
                 **written.changes,
                 "ghosts": planned.ghost_rows,
-                "chain_held_back": planned.chain_held,
+                "chain_held": planned.chain_held,
             },
         )
 

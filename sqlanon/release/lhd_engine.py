@@ -37,7 +37,12 @@ from sqlanon.models.lhd_planner import plan_lhd
 from sqlanon.models.lhd_problem import UNIT_SINGLES
 from sqlanon.release import engine_path
 from sqlanon.release.engine_path import shuffle_key
-from sqlanon.release.lhd_job import LhdJob, published_nulls, stand_ins
+from sqlanon.release.lhd_job import (
+    LhdJob,
+    plan_within_max_suppression,
+    published_nulls,
+    stand_ins,
+)
 from sqlanon.release.pipeline import Planned, Read, Steps, Written, with_ghosts
 from sqlanon.session import Session
 from sqlanon.state import domains, live
@@ -131,36 +136,43 @@ def _segments(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
     """:func:`sqlanon.models.lhd_planner.plan_lhd` on the units and the ghosts (each with the
     QI of a random live record of its cell), then per rank segment its class and its
-    cells (no chains on this path: the old cells split by class)."""
+    cells (no chains on this path: the old cells split by class), within
+    ``max_suppression`` (:func:`~sqlanon.release.lhd_job.plan_within_max_suppression`)."""
     assert read.weight is not None
     units, n, weight = read.units, read.live, read.weight
     at = np.concatenate([np.arange(n), stand_ins(read.prior.cell, weight[:n], read.ghosts.count)])
     quasi = {c: units[c][at] for c in job.quasi}
-    plan = plan_lhd(
-        quasi,
-        {s: read.values[s] for s in job.sensitive},
-        read_hierarchies(session, job.src, job.quasi, units),
-        job.l,
-        read.prior,
-        job.algorithm,
-        job.max_suppression,
-        checked={a: read.values[a] for a in job.checked},
-        weight=weight,
-    )
-    assert plan.rank_class is not None
+    hierarchies = read_hierarchies(session, job.src, job.quasi, units)
     entry, seg, seg_weight = _segments(weight)
-    class_id = plan.rank_class[entry, seg]
     seg_prior = read.prior.select(entry)
-    return Planned(
-        plan=plan,
-        groups=int(plan.n_classes),
-        group=class_id,
-        prior=seg_prior,
-        cells=seg_prior.then(class_id, Requirement.lhd(list(job.sensitive), job.l)),
-        values={a: v[entry] for a, v in read.values.items()},
-        weight=seg_weight,
-        null_quasi=published_nulls(quasi, entry[class_id >= 0]),
-    )
+
+    def within(budget: float) -> Planned:
+        plan = plan_lhd(
+            quasi,
+            {s: read.values[s] for s in job.sensitive},
+            hierarchies,
+            job.l,
+            read.prior,
+            job.algorithm,
+            budget,
+            checked={a: read.values[a] for a in job.checked},
+            weight=weight,
+            over_budget="least",
+        )
+        assert plan.rank_class is not None
+        class_id = plan.rank_class[entry, seg]
+        return Planned(
+            plan=plan,
+            groups=int(plan.n_classes),
+            group=class_id,
+            prior=seg_prior,
+            cells=seg_prior.then(class_id, Requirement.lhd(list(job.sensitive), job.l)),
+            values={a: v[entry] for a, v in read.values.items()},
+            weight=seg_weight,
+            null_quasi=published_nulls(quasi, entry[class_id >= 0]),
+        )
+
+    return plan_within_max_suppression(session, job, within)
 
 
 def _load_plan(session: Session, job: LhdJob, read: UnitsRead, planned: Planned) -> Planned:

@@ -1,17 +1,24 @@
 """An lHD release after its checks (:class:`LhdJob`), the catalog row it ends in, and
-what its two paths plan with alike: the quasi-identifiers a ghost plans with
+what its two paths plan with alike: ``max_suppression`` as a contract
+(:func:`plan_within_max_suppression`), the quasi-identifiers a ghost plans with
 (:func:`stand_ins`), the quasi columns published NULL (:func:`published_nulls`)."""
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from sqlanon.errors import SuppressionLimitError
 from sqlanon.hierarchy import missing_mask
-from sqlanon.release.pipeline import Job, Written
+from sqlanon.models.lhd_planner import SLACK
+from sqlanon.release.pipeline import Job, Planned, Written
+from sqlanon.session import Session
+from sqlanon.state import catalog
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,9 @@ class LhdJob(Job):
                 "algorithm_used": plan.algorithm,
                 **written.changes,
                 "ghosts": planned.ghost_rows,
-                "chain_held_back": planned.chain_held,
+                "chain_held": planned.chain_held,
+                # left_out (held_back + suppressed) <= max_suppression * records
+                "records": records_of(planned),
                 # The rewriter reads '*' in these columns as possibly NULL.
                 **({"null_quasi": planned.null_quasi} if planned.null_quasi else {}),
             },
@@ -63,6 +72,67 @@ class LhdJob(Job):
             "left_out_fraction": left_out / considered if considered else 0.0,
             "max_suppression": self.max_suppression,
         }
+
+
+def plan_within_max_suppression(
+    session: Session, job: LhdJob, plan: Callable[[float], Planned]
+) -> Planned:
+    """The release's plan, leaving out at most ``job.max_suppression`` of its records
+    (README, "lHD"): ``plan(budget)`` plans on one path under the chain rule, its
+    planner keeping within ``budget`` what the chain rule leaves it (else leaving out
+    the fewest it can). The planner's best plan within the contract, else the plan
+    leaving out the fewest records, else :class:`SuppressionLimitError`, before
+    anything is written."""
+    planned = plan(job.max_suppression)
+    if _within(planned, job.max_suppression):
+        return planned
+    least = plan(0.0)
+    if _within(least, job.max_suppression):
+        return least
+    raise SuppressionLimitError(_refusal(session, job, least))
+
+
+def _within(planned: Planned, max_suppression: float) -> bool:
+    counts = planned.counts()
+    return (
+        counts["held_back"] + counts["suppressed"] <= max_suppression * records_of(planned) + SLACK
+    )
+
+
+def records_of(planned: Planned) -> int:
+    """The records a release covers, the denominator of ``max_suppression``: the
+    source's rows and the domain's ghosts, whether published now or left out."""
+    return int(planned.group.size if planned.weight is None else planned.weight.sum())
+
+
+def _refusal(session: Session, job: LhdJob, planned: Planned) -> str:
+    """One line: what the release would leave out, per rule, and the options."""
+    counts, plan, total = planned.counts(), planned.plan, records_of(planned)
+    left = counts["held_back"] + counts["suppressed"]
+    chain_old = counts["suppressed"] - int(plan.suppressed)
+    chain_new = counts["held_back"] - int(plan.held_back)
+    needed = math.ceil(left / total * 10_000) / 10_000
+    others = list(
+        dict.fromkeys(
+            f"{r.family!r} ({'(k,e)' if r.model == 'ke' else 'lHD'})"
+            for r in catalog.domain_releases(session, job.scope.name)
+            if r.family != job.family
+        )
+    )
+    by = f", made by famil{'y' if len(others) == 1 else 'ies'} {', '.join(others)}"
+    chain = (
+        f"the chain rule leaves out {planned.chain_held:,} ({chain_old:,} in whole cells of "
+        f"earlier releases of domain {job.scope.name!r}{by if others else ''} that hold a "
+        f"changed record, {chain_new:,} new values of changed records)"
+    )
+    return (
+        f"lHD release {job.family} v{job.version} would leave out {left:,} of {total:,} "
+        f"records ({left / total:.1%}) > max_suppression={job.max_suppression:g}: "
+        f"{chain}, l-diversity suppresses {int(plan.suppressed):,} published before, "
+        f"{int(plan.held_back):,} new records are held back (no l-diverse piece yet); "
+        f"nothing was published; raise max_suppression to {needed:.4f}, try another l, "
+        "or release a copy of the source into a domain of its own (domain := '<new name>')"
+    )
 
 
 def published_nulls(quasi: dict[str, np.ndarray], published: np.ndarray) -> list[str]:

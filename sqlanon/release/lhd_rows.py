@@ -13,7 +13,12 @@ from sqlanon import sqltext
 from sqlanon.models.cells import Requirement
 from sqlanon.models.lhd_planner import plan_lhd
 from sqlanon.release import row_path
-from sqlanon.release.lhd_job import LhdJob, published_nulls, stand_ins
+from sqlanon.release.lhd_job import (
+    LhdJob,
+    plan_within_max_suppression,
+    published_nulls,
+    stand_ins,
+)
 from sqlanon.release.pipeline import Planned, Steps
 from sqlanon.release.plan import plan_live
 from sqlanon.release.row_path import RowsRead, load_members, random_order
@@ -38,7 +43,8 @@ def _read(session: Session, job: LhdJob) -> RowsRead:
 
 def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
     """:func:`sqlanon.models.lhd_planner.plan_lhd` on the records and the ghosts (each with the
-    QI of a random live record of its cell) under the chain rule."""
+    QI of a random live record of its cell) under the chain rule, within
+    ``max_suppression`` (:func:`~sqlanon.release.lhd_job.plan_within_max_suppression`)."""
     rows, n, ghosts = read.rows, read.live, read.ghosts
     quasi = {c: rows[c] for c in job.quasi}
     if ghosts.count:
@@ -47,35 +53,40 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
     found = read_hierarchies(session, job.src, job.quasi, rows)
     values, size = read.values, read.keys.size
 
-    def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
-        idx = np.flatnonzero(keep)
-        p = plan_lhd(
-            {c: quasi[c][idx] for c in job.quasi},
-            {s: values[s][idx] for s in job.sensitive},
-            found,
-            job.l,
-            read.prior.select(idx),
-            job.algorithm,
-            job.max_suppression,
-            checked={a: values[a][idx] for a in job.checked},
-        )
-        group = np.full(size, -1, dtype=np.int64)
-        group[idx] = p.class_id
-        return group, p
+    def within(budget: float) -> Planned:
+        def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
+            idx = np.flatnonzero(keep)
+            p = plan_lhd(
+                {c: quasi[c][idx] for c in job.quasi},
+                {s: values[s][idx] for s in job.sensitive},
+                found,
+                job.l,
+                read.prior.select(idx),
+                job.algorithm,
+                budget,
+                checked={a: values[a][idx] for a in job.checked},
+                left_out_before=size - idx.size,
+                over_budget="least",
+            )
+            group = np.full(size, -1, dtype=np.int64)
+            group[idx] = p.class_id
+            return group, p
 
-    class_id, plan, cells, chain_held = plan_live(
-        planned, read.prior, Requirement.lhd(job.sensitive, job.l), values, read.chains
-    )
-    return Planned(
-        plan=plan,
-        groups=int(plan.n_classes),
-        group=class_id,
-        prior=read.prior,
-        cells=cells,
-        values=values,
-        chain_held=chain_held,
-        null_quasi=published_nulls(quasi, np.flatnonzero(class_id >= 0)),
-    )
+        class_id, plan, cells, chain_held = plan_live(
+            planned, read.prior, Requirement.lhd(job.sensitive, job.l), values, read.chains
+        )
+        return Planned(
+            plan=plan,
+            groups=int(plan.n_classes),
+            group=class_id,
+            prior=read.prior,
+            cells=cells,
+            values=values,
+            chain_held=chain_held,
+            null_quasi=published_nulls(quasi, np.flatnonzero(class_id >= 0)),
+        )
+
+    return plan_within_max_suppression(session, job, within)
 
 
 def _write_table(session: Session, job: LhdJob, read: RowsRead, planned: Planned) -> int:

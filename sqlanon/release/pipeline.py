@@ -342,7 +342,12 @@ def with_ghosts(
 
 
 def summary_of(release: catalog.Release) -> dict[str, Any]:
-    """What a release returns: its catalog row's figures."""
+    """What a release returns: its catalog row's figures. ``left_out`` = ``held_back`` +
+    ``suppressed``; ``chain_held`` (in the metrics) counts those of them the chain rule
+    left out (catalogs before it was named so recorded it as ``chain_held_back``)."""
+    metrics = dict(release.metrics)
+    if "chain_held_back" in metrics:
+        metrics.setdefault("chain_held", metrics.pop("chain_held_back"))
     return {
         "family": release.family,
         "version": release.version,
@@ -351,10 +356,11 @@ def summary_of(release: catalog.Release) -> dict[str, Any]:
         "rows_published": release.rows_published,
         "held_back": release.held_back,
         "suppressed": release.suppressed,
+        "left_out": release.held_back + release.suppressed,
         "groups": release.groups,
         "sum_of_errors": release.sum_of_errors,
         "source_rows": release.source_rows,
         "domain": release.domain,
         "seq": release.seq,
-        **release.metrics,
+        **metrics,
     }

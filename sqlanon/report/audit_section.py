@@ -46,13 +46,19 @@ ATTACKS = {
 }
 
 HELD_BACK_WHY = (
-    "new rows that cannot form a valid piece yet: too few distinct values (or too small a "
-    "spread) among them to meet the requirement on their own. They are not published and "
-    "are offered again at every release"
+    "never published by a release of the domain (new rows, new values of changed records) "
+    "and left out of this version: too few distinct values (or too small a spread) among "
+    "them to form a valid piece yet, or the chain rule holds them. They are offered again "
+    "at every release"
 )
 SUPPRESSED_WHY = (
-    "published before, absent now: left out of this version (the attacker sees them "
-    "disappear, and the audit counts that)"
+    "published by an earlier release of the domain (this family or another), absent from "
+    "this version (the attacker sees them disappear, and the audit counts that)"
+)
+CHAIN_WHY = (
+    "of the rows held back or suppressed, those the chain rule left out (counted in them, "
+    "not on top): the new value of a changed record, or every row of a cell of earlier "
+    "releases that holds a changed record"
 )
 
 
@@ -204,4 +210,6 @@ def waiting_section(session: Session, versions: Sequence[catalog.Release]) -> st
 {chr(10).join(rows)}
 </tbody>
 </table>
-<p><b>Held back</b>: {HELD_BACK_WHY}. <b>Suppressed</b>: {SUPPRESSED_WHY}.</p>"""
+<p><b>Held back</b>: {HELD_BACK_WHY}. <b>Suppressed</b>: {SUPPRESSED_WHY}. <b>Chain
+rule</b> (the table of versions): {CHAIN_WHY}. An lHD version leaves out at most its
+<code>max_suppression</code> of its records (held back and suppressed together).</p>"""

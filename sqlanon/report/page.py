@@ -133,6 +133,8 @@ def _version_row(
         "published": r.rows_published,
         "held back": r.held_back,
         "suppressed": r.suppressed,
+        # of those held back or suppressed (catalogs before the name: chain_held_back)
+        "chain rule": r.metrics.get("chain_held", r.metrics.get("chain_held_back", 0)),
         "groups" if r.model == "ke" else "classes": r.groups,
     }
     if r.model == "ke":
