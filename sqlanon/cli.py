@@ -127,17 +127,14 @@ def dry_run_line(family: str, summary: dict[str, Any]) -> str:
     """What a dry run found, in one line: the figures the release would report."""
     if summary.get("unchanged"):
         return f"dry run of {family}: no change since version {summary['version']}; nothing written"
-    counts = ", ".join(
-        f"{summary.get(name, 0)} {label}"
-        for name, label in (
-            ("rows_published", "would be published"),
-            ("held_back", "held back"),
-            ("suppressed", "suppressed"),
-            ("chain_held_back", "held back by the chain rule"),
-            ("groups", "groups" if summary.get("model") == "ke" else "classes"),
-        )
+    held, suppressed = summary.get("held_back", 0), summary.get("suppressed", 0)
+    groups = "groups" if summary.get("model") == "ke" else "classes"
+    return (
+        f"dry run of {family} version {summary['version']}: "
+        f"{summary.get('rows_published', 0)} would be published, {held + suppressed} left out "
+        f"({held} held back, {suppressed} suppressed; {summary.get('chain_held', 0)} of them "
+        f"by the chain rule), {summary.get('groups', 0)} {groups}; nothing written"
     )
-    return f"dry run of {family} version {summary['version']}: {counts}; nothing written"
 
 
 def _print_release(family: str, summary: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ KE = {"key": "id", "sensitive": "salary", "quasi": ["age", "sex"], "k": 3, "e": 
 LHD = {"key": "id", "quasi": ["position", "gender"], "sensitive": ["salary"], "l": 2,
        "max_suppression": 0.5}  # fmt: skip
 #: What only a dry run's summary has.
-PREVIEW_KEYS = {"dry_run", "left_out", "utility", "constrains"}
+PREVIEW_KEYS = {"dry_run", "why_left_out", "utility", "constrains"}
 
 
 def snapshot(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -101,8 +101,8 @@ def test_ke_dry_run_writes_nothing_and_equals_the_release(
     change_people(db)
     second = dry_then_real(db, sqlanon.release_ke, "people_ke", **KE, policy=policy)
     assert (second["version"], second["deleted"], second["value_changed"]) == (2, 5, 1)
-    left_out = second["left_out"]
-    assert set(left_out) == {"held_back", "suppressed", "chain_held_back"}
+    left_out = second["why_left_out"]
+    assert set(left_out) == {"held_back", "suppressed", "chain_held"}
     for name, why in left_out.items():
         assert why["records"] == second[name] and why["rule"]
     assert second["constrains"]["new_attributes"] == []
@@ -135,7 +135,7 @@ def test_lhd_row_path_dry_run_after_a_corrected_value(emp: duckdb.DuckDBPyConnec
     assert snapshot(emp) == before
     real = sqlanon.release_lhd(emp, "emp", "emp_l", **LHD)
     # the ghosts' stand-ins are drawn at random (lhd_job.stand_ins): the counts agree
-    for name in ("version", "rows_published", "held_back", "suppressed", "chain_held_back",
+    for name in ("version", "rows_published", "held_back", "suppressed", "chain_held",
                  "deleted", "value_changed", "ghosts"):  # fmt: skip
         assert dry[name] == real[name], name
 

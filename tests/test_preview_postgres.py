@@ -21,7 +21,7 @@ from tests.test_postgres_release import ADD_PEOPLE
 
 pytestmark = pytest.mark.postgres
 
-PREVIEW_KEYS = {"dry_run", "left_out", "utility", "constrains"}
+PREVIEW_KEYS = {"dry_run", "why_left_out", "utility", "constrains"}
 KE_SQL = (
     "SELECT sqlanon.release_ke('people', %s, key => 'id', sensitive => 'salary', "
     "quasi => ARRAY['age', 'sex'], k => %s, e => 10{dry})"
@@ -94,7 +94,7 @@ def test_sql_dry_run_writes_nothing_and_equals_the_release(people: Any) -> None:
             assert people.execute("SELECT 1").fetchone() == (1,)
         assert snapshot(people) == before
         assert dry["dry_run"] is True and dry["version"] == step + 1
-        assert dry["left_out"]["held_back"]["records"] == dry["held_back"]
+        assert dry["why_left_out"]["held_back"]["records"] == dry["held_back"]
         assert dry["constrains"]["attributes"] == ["salary"]
         real = call(people, KE_SQL, "people_ke", 3, dry=False)
         assert without_preview(dry) == real

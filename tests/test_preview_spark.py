@@ -13,7 +13,7 @@ from tests.test_spark import KE, append, people
 
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
 
-PREVIEW_KEYS = {"dry_run", "left_out", "utility", "constrains"}
+PREVIEW_KEYS = {"dry_run", "why_left_out", "utility", "constrains"}
 
 
 def snapshot(spark: Any) -> dict[str, Any]:

@@ -288,7 +288,7 @@ LEFT_OUT_RULES = {
     "out (they cannot form a valid group or class now); offered again next time",
     "suppressed": "records an earlier release of the domain published that this one "
     "leaves out: their old cell cannot meet this release's rule whole",
-    "chain_held_back": "of those left out, the records the chain rule holds back: a "
+    "chain_held": "of those left out, the records the chain rule holds back: a "
     "changed record's new incarnation, or an old cell a changed record's chain touches",
 }
 
@@ -300,11 +300,11 @@ def preview_of(job: Job, written: Written) -> dict[str, Any]:
     planned = written.planned
     assert planned is not None
     counts = planned.counts()
-    figures = {**counts, "chain_held_back": planned.chain_held}
+    figures = {**counts, "chain_held": planned.chain_held}
     scope = job.scope
     return {
         "dry_run": True,
-        "left_out": {
+        "why_left_out": {
             name: {"records": figures[name], "rule": rule} for name, rule in LEFT_OUT_RULES.items()
         },
         "utility": job.utility(written),

@@ -24,7 +24,7 @@ SWEEPABLE = {
     "ke": ("k", "e", "policy"),
     "lhd": ("l", "algorithm", "max_suppression"),
 }
-_COMMON = ("rows_published", "held_back", "suppressed", "chain_held_back")
+_COMMON = ("rows_published", "held_back", "suppressed", "left_out", "chain_held")
 FIGURES = {
     "ke": (*_COMMON, "groups", "sum_of_errors", "error_ratio"),
     "lhd": (*_COMMON, "classes", "precision_loss", "dm", "left_out_fraction"),
