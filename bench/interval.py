@@ -61,6 +61,15 @@ QUERIES = {
         "AS band, COUNT(*) AS n, AVG(s) AS mean FROM fam_v1 GROUP BY 1"
     ),
     "a median": "SELECT sex, MEDIAN(s) AS med FROM fam_v1 GROUP BY sex",
+    "a CASE on S inside SUM": (
+        "SELECT sex, SUM(CASE WHEN s > 5000 THEN 1 ELSE 0 END) AS n FROM fam_v1 GROUP BY sex"
+    ),
+    "an OR of a QI and S condition": (
+        "SELECT sex, COUNT(*) AS n FROM fam_v1 WHERE age > 50 OR s > 5000 GROUP BY sex"
+    ),
+    "a FILTER next to AVG(s)": (
+        "SELECT sex, COUNT(*) FILTER (WHERE age > 50) AS n, AVG(s) AS m FROM fam_v1 GROUP BY sex"
+    ),
 }
 TRUTH_FROM = "fam_v1"  # the analyst's table; the truth reads the source ``t`` instead
 

@@ -375,6 +375,21 @@ def _to_postgres(duck: Any, conn: Any) -> None:
     rows = duck.execute("SELECT a, b, group_id, s, ghost FROM fam_v1").fetchall()
     with conn.cursor() as cur:
         cur.executemany(pgsql.SQL("INSERT INTO fam_v1 VALUES (%s, %s, %s, %s, %s)"), rows)
+    # the builder reads each group's values as runs from the bounds table
+    conn.execute("CREATE SCHEMA IF NOT EXISTS sqlanon")
+    conn.execute(
+        'CREATE TABLE sqlanon."fam_v1_bounds" (group_id INTEGER, descending BOOLEAN, '
+        "block INTEGER, lo_rank INTEGER, hi_rank INTEGER, value INTEGER, prior_sum INTEGER, "
+        "n INTEGER, total INTEGER, vmin INTEGER, vmax INTEGER)"
+    )
+    bounds = duck.execute('SELECT * FROM sqlanon."fam_v1_bounds"').fetchall()
+    with conn.cursor() as cur:
+        cur.executemany(
+            pgsql.SQL('INSERT INTO sqlanon."fam_v1_bounds" VALUES ({})').format(
+                pgsql.SQL(", ").join([pgsql.Placeholder()] * 11)
+            ),
+            bounds,
+        )
     # Without statistics PostgreSQL guesses the crosses huge and JIT-compiles the query
     # (15 s instead of 30 ms on this tiny table).
     conn.execute("ANALYZE fam_v1")

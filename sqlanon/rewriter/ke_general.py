@@ -40,14 +40,23 @@ An atom whose w reads no S is one plain SQL aggregate over the rows: exact.
 NULL answers: low/high NULL when no record can be selected (sum of hi is 0); may_null
 when the selection may be empty (sum of lo is 0; for VAR_SAMP/STDDEV_SAMP at most 1).
 
-Cost: the cross of each cell (gk, gid, type) with its release group's n values: sum over
-cells of n rows per atom that reads S, ranked by two window sorts per cell.
+Runs. w is a function of the value v and of the type, so equal values give equal w:
+each group's multiset is read as runs (v, cnt) from the bounds table
+(:mod:`sqlanon.models.ke_bounds`), never from the release. A cell's present values are
+then runs ranked by a running sum of cnt (ordered by w, then v), and every per-value
+measure is a sum over runs of w times the run's overlap with a rank range, or the w of
+the run holding one rank.
+
+Cost: the cross of each cell (gk, gid, type) with its release group's runs: sum over
+cells of the group's distinct values per atom that reads S, ranked by one window sort
+per cell.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.ke_general_cells import QUANTILES, Ctes, atom_ctes, internal_query
 from sqlanon.rewriter.ke_general_cells import name as cte_name
 from sqlanon.rewriter.ke_general_types import (
@@ -155,17 +164,29 @@ def _groups(shape: Shape) -> exp.Query:
 def _group_sizes() -> exp.Query:
     """n per release group: its slots, ghosts included."""
     vals = CTE_PREFIX + "vals"
-    return internal_query(f"SELECT x.gid, COUNT(*) AS n FROM {vals} AS x GROUP BY x.gid")  # noqa: S608 - internal names only
+    return internal_query(
+        f"SELECT x.gid, CAST(SUM(x.cnt) AS BIGINT) AS n FROM {vals} AS x GROUP BY x.gid"  # noqa: S608 - internal names only
+    )
 
 
 def _vals(shape: Shape) -> exp.Select:
-    """Every slot of every release group (ghost slots hold values too)."""
+    """Every release group's multiset of values (ghost slots hold values too) as runs:
+    value ``v`` held by ``cnt`` slots. Read from the bounds table's ascending rows, one
+    per run (a run spanning several blocks has a row per block, each with the whole
+    run's ranks: keep the one of the block of its first rank)."""
     release = shape.release
-    table = exp.table_(release.table, db=release.schema, quoted=True, alias="t")
-    return exp.select(
-        exp.alias_(exp.column(release.key_column, table="t", quoted=True), "gid"),
-        exp.alias_(exp.column(release.sensitive[0], table="t", quoted=True), "v"),
-    ).from_(table, copy=False)
+    assert release.bounds_table is not None  # a (k,e) release always has one
+    table = exp.table_(release.bounds_table, db=release.bounds_schema, quoted=True, alias="b")
+    first_block = f"CAST(FLOOR((b.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
+    return (
+        exp.select(
+            _f("b.group_id AS gid"),
+            _f('b."value" AS v'),
+            _f("CAST(b.hi_rank - b.lo_rank + 1 AS BIGINT) AS cnt"),
+        )
+        .from_(table, copy=False)
+        .where(_f(f'NOT b."descending" AND b."block" = {first_block}'), copy=False)
+    )
 
 
 def _join_atom(final: exp.Select, plan: AtomPlan) -> exp.Select:

@@ -1,16 +1,19 @@
-"""The CTEs of one general (k,e) atom: cells, the cross with the group's values, ranks.
+"""The CTEs of one general (k,e) atom: cells, the cross with the group's runs, ranks.
 
 For an atom with type parameters ``P`` (:mod:`sqlanon.rewriter.ke_general_types`), over
 the rows CTE ``rows`` (one row per selected record: ``gk`` the output group, ``gid`` the
-release group, the parameters) and ``vals`` (every slot of every release group: ``gid``,
-``v``; ghosts included) and ``grp`` (``gid``, ``n`` slots):
+release group, the parameters) and ``vals`` (every release group's values as runs:
+``gid``, value ``v``, ``cnt`` slots; ghosts included) and ``grp`` (``gid``, ``n`` slots):
 
 - ``cell<i>``: per (gk, gid, P) the m records of the type;
-- ``xw<i>``: each cell crossed with its group's n values, ``w`` computed for each
-  (the cross product: sum over cells of n rows);
-- ``rl<i>``: c = the present (non-NULL) w values of the cell, their ranks both ways
-  (absent last), lo = max(0, m - (n - c)) and hi = min(m, c) selected records;
-- ``cv<i>``: per cell the sums and extremes its ranks allow; ``ag<i>``: per output group.
+- ``xw<i>``: each cell crossed with its group's runs, ``w`` computed for each (the
+  cross product: sum over cells of the group's distinct values);
+- ``rk<i>``/``rl<i>``: c = the present (non-NULL) w values of the cell, each present
+  run's ranks u1..u2 ascending and d1..d2 descending (a running sum of cnt, runs ordered
+  by w then v), lo = max(0, m - (n - c)) and hi = min(m, c) selected records;
+- ``cv<i>``: per cell the sums and extremes its ranks allow, each a sum over runs of w
+  times the run's overlap with a rank range, or the w of the run holding one rank;
+  ``ag<i>``: per output group.
 
 The pools of AVG (``avl``/``avh``), of quantiles (``qpl``/``qph`` and ``ql``/``qh``) and
 the distinct counts (``cd``) are read from ``rl<i>``. An exact atom (``w`` reads no S) is
@@ -49,30 +52,47 @@ _SUMS = ("sum", "avg", "var_pop", "var_samp", "stddev_pop", "stddev_samp")
 _EXTREMES = ("min", "max", "var_pop", "var_samp", "stddev_pop", "stddev_samp")
 QUANTILES = ("quantile_cont", "quantile_disc")
 
-#: Per-cell measures (``x``: one row of ``rl``), by the functions that need them.
+
+def _overlap(a1: str, a2: str, b1: str, b2: str) -> str:
+    return f"GREATEST(0, LEAST({a2}, {b2}) - GREATEST({a1}, {b1}) + 1)"
+
+
+# How many of a run's present values (ascending ranks x.u1..x.u2, descending x.d1..x.d2)
+# fall in the ranks a cell must hold (1..lo) or may hold (lo+1..hi), either direction.
+_UP_FORCED = _overlap("x.u1", "x.u2", "1", "x.lo")
+_UP_OPTIONAL = _overlap("x.u1", "x.u2", "x.lo + 1", "x.hi")
+_DOWN_FORCED = _overlap("x.d1", "x.d2", "1", "x.lo")
+_DOWN_OPTIONAL = _overlap("x.d1", "x.d2", "x.lo + 1", "x.hi")
+
+
+def _holds(rank: str, first: str, last: str) -> str:
+    return f"{first} <= {rank} AND {rank} <= {last}"
+
+
+#: Per-cell measures (``x``: one run of ``rl``), by the functions that need them.
 _CELL_MEASURES: dict[str, tuple[tuple[str, ...], str]] = {
-    "tot": (_SUMS, "SUM(x.w)"),
-    "tot2": (_SUMS, "SUM(CAST(x.w AS DOUBLE) * CAST(x.w AS DOUBLE))"),
+    "tot": (_SUMS, "SUM(x.w * x.cnt)"),
+    "tot2": (_SUMS, "SUM(CAST(x.w AS DOUBLE) * CAST(x.w AS DOUBLE) * x.cnt)"),
     # Lowest sum of j in [lo, hi] values of the cell: the lo smallest are forced, then
     # each further value (ascending) lowers the sum exactly while it is negative.
     "sum_lo": (
         ("sum",),
-        "SUM(CASE WHEN x.r_up <= x.lo THEN x.w WHEN x.r_up <= x.hi AND x.w < 0 THEN x.w "
-        "ELSE 0 END)",
+        f"SUM(CASE WHEN x.w IS NULL THEN 0 ELSE x.w * {_UP_FORCED} + "
+        f"CASE WHEN x.w < 0 THEN x.w * {_UP_OPTIONAL} ELSE 0 END END)",
     ),
     "sum_hi": (
         ("sum",),
-        "SUM(CASE WHEN x.r_down <= x.lo THEN x.w WHEN x.r_down <= x.hi AND x.w > 0 THEN x.w "
-        "ELSE 0 END)",
+        f"SUM(CASE WHEN x.w IS NULL THEN 0 ELSE x.w * {_DOWN_FORCED} + "
+        f"CASE WHEN x.w > 0 THEN x.w * {_DOWN_OPTIONAL} ELSE 0 END END)",
     ),
-    "min_any": (_EXTREMES, "MIN(CASE WHEN x.r_up = 1 THEN x.w END)"),
-    "max_any": (_EXTREMES, "MAX(CASE WHEN x.r_down = 1 THEN x.w END)"),
+    "min_any": (_EXTREMES, "MIN(CASE WHEN x.u1 = 1 THEN x.w END)"),
+    "max_any": (_EXTREMES, "MAX(CASE WHEN x.d1 = 1 THEN x.w END)"),
     # With lo >= 1 records forced, the highest minimum takes the lo largest values.
-    "min_forced": (("min",), "MIN(CASE WHEN x.r_down = x.lo THEN x.w END)"),
-    "max_forced": (("max",), "MAX(CASE WHEN x.r_up = x.lo THEN x.w END)"),
+    "min_forced": (("min",), f"MIN(CASE WHEN {_holds('x.lo', 'x.d1', 'x.d2')} THEN x.w END)"),
+    "max_forced": (("max",), f"MAX(CASE WHEN {_holds('x.lo', 'x.u1', 'x.u2')} THEN x.w END)"),
     # Expected rank of the minimum of E[j] = m*c/n draws out of c: (c+1)*n/(m*c+n).
-    "min_est": (("min",), "MIN(CASE WHEN x.r_up = {er} THEN x.w END)"),
-    "max_est": (("max",), "MAX(CASE WHEN x.r_down = {er} THEN x.w END)"),
+    "min_est": (("min",), f"MIN(CASE WHEN {_holds('{er}', 'x.u1', 'x.u2')} THEN x.w END)"),
+    "max_est": (("max",), f"MAX(CASE WHEN {_holds('{er}', 'x.d1', 'x.d2')} THEN x.w END)"),
 }
 _ER = "CAST(FLOOR(CAST((x.c + 1) * x.n AS DOUBLE) / (x.m * x.c + x.n)) AS BIGINT)"
 
@@ -171,9 +191,10 @@ def _cells(plan: AtomPlan) -> exp.Query:
 
 
 def _cross(plan: AtomPlan) -> exp.Query:
-    """Each cell with each value of its release group and the atom's ``w`` for it."""
+    """Each cell with each run of its release group (value ``v``, ``cnt`` slots) and the
+    atom's ``w`` for it: the record kind and v fix w, so a run is cnt equal w."""
     base = internal_query(
-        f"SELECT {_cell_key(plan, 'c')}, c.m, g.n FROM {_t('cell', plan)} AS c "  # noqa: S608 - internal names only
+        f"SELECT {_cell_key(plan, 'c')}, c.m, g.n, v.v, v.cnt FROM {_t('cell', plan)} AS c "  # noqa: S608 - internal names only
         f"JOIN {_t('grp')} AS g ON g.gid = c.gid JOIN {_t('vals')} AS v ON v.gid = c.gid"
     )
     assert isinstance(base, exp.Select)
@@ -183,21 +204,26 @@ def _cross(plan: AtomPlan) -> exp.Query:
 def _ranges(plan: AtomPlan) -> exp.Query:
     """lo and hi: the cell's m records hold an m-subset of the group's n values, so the
     number j of them with a present w lies in [max(0, m - (n - c)), min(m, c)], and every
-    j-subset of the c present values is possible."""
+    j-subset of the c present values is possible. Also each present run's ascending
+    ranks u1..u2 and descending ranks d1..d2 (the ascending order reversed)."""
     return internal_query(
-        "SELECT x.*, GREATEST(0, x.m - x.n + x.c) AS lo, LEAST(x.m, x.c) AS hi "  # noqa: S608 - internal names only
+        "SELECT x.*, x.u2 - x.cnt + 1 AS u1, x.c - x.u2 + 1 AS d1, x.c - x.u2 + x.cnt AS d2, "  # noqa: S608 - internal names only
+        "GREATEST(0, x.m - x.n + x.c) AS lo, LEAST(x.m, x.c) AS hi "
         f"FROM {_t('rk', plan)} AS x"
     )
 
 
 def _ranks(plan: AtomPlan) -> exp.Query:
-    """c and the ranks of the present values of each cell, absent (NULL) values last."""
+    """c (the present values of each cell) and u2, the last ascending rank of each run
+    of present values: a running sum of cnt over the runs ordered by w (then v, so
+    runs of equal w take their ranks in a fixed order); NULL for an absent run."""
     part = f"PARTITION BY {_cell_key(plan, 'x')}"
+    present = "x.w IS NOT NULL"
     absent = "CASE WHEN x.w IS NULL THEN 1 ELSE 0 END"
+    running = f"SUM(x.cnt) OVER ({part} ORDER BY {absent}, x.w, x.v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"  # noqa: E501
     return internal_query(
-        f"SELECT x.*, COUNT(x.w) OVER ({part}) AS c, "  # noqa: S608 - internal names only
-        f"ROW_NUMBER() OVER ({part} ORDER BY {absent}, x.w) AS r_up, "
-        f"ROW_NUMBER() OVER ({part} ORDER BY {absent}, x.w DESC) AS r_down "
+        f"SELECT x.*, CAST(SUM(CASE WHEN {present} THEN x.cnt ELSE 0 END) OVER ({part}) AS BIGINT) AS c, "  # noqa: S608, E501 - internal names only
+        f"CASE WHEN {present} THEN CAST({running} AS BIGINT) END AS u2 "
         f"FROM {_t('xw', plan)} AS x"
     )
 
@@ -230,23 +256,41 @@ def _avg_pools(plan: AtomPlan) -> Ctes:
     """AVG: per output group, every cell's forced values (its lo lowest) then the optional
     ones (ranks lo+1..hi) in ascending order; the lowest average over every count is the
     least running ratio from the forced count on (exchange argument: for a fixed count
-    the lowest sum is forced + the smallest optional values). Highest: symmetric."""
+    the lowest sum is forced + the smallest optional values). Highest: symmetric.
+
+    The pool holds, per cell and run, the ``cnt`` equal values the cell must (``k`` 0)
+    or may (``k`` 1) hold; within one pool row the running ratio moves monotonically
+    (one value repeated), so only the row ends are candidates."""
     ctes: Ctes = []
     rl = _t("rl", plan)
-    for side, rank, desc, agg in (("l", "r_up", "", "MIN"), ("h", "r_down", " DESC", "MAX")):
-        optional = f"CASE WHEN x.{rank} <= x.lo THEN 0 ELSE 1 END"
-        order = f"PARTITION BY x.gk ORDER BY {optional}, x.w{desc}"
+    for side, counts, desc, agg in (
+        ("l", (_UP_FORCED, _UP_OPTIONAL), "", "MIN"),
+        ("h", (_DOWN_FORCED, _DOWN_OPTIONAL), " DESC", "MAX"),
+    ):
         pool = internal_query(
-            f"SELECT x.gk, ROW_NUMBER() OVER ({order}) AS pos, "  # noqa: S608 - internal names only
-            f"SUM(x.w) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS run, "
-            f"SUM(1 - {optional}) OVER (PARTITION BY x.gk) AS forced "
-            f"FROM {rl} AS x WHERE x.{rank} <= x.hi"
+            " UNION ALL ".join(
+                f"SELECT x.gk, {k} AS k, x.w, {count} AS cnt FROM {rl} AS x "  # noqa: S608 - internal names only
+                f"WHERE x.w IS NOT NULL AND {count} > 0"
+                for k, count in enumerate(counts)
+            )
+        )
+        order = f"PARTITION BY p.gk ORDER BY p.k, p.w{desc}"
+        rows = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        running = internal_query(
+            f"SELECT p.gk, SUM(p.cnt) OVER ({order} {rows}) AS pos, "  # noqa: S608 - internal names only
+            f"SUM(p.w * p.cnt) OVER ({order} {rows}) AS run, "
+            "SUM((1 - p.k) * p.cnt) OVER (PARTITION BY p.gk) AS forced "
+            f"FROM {_t(f'avq{side}', plan)} AS p"
         )
         ratio = internal_query(
             f"SELECT p.gk, {agg}(CASE WHEN p.pos >= p.forced THEN CAST(p.run AS DOUBLE) / p.pos "  # noqa: S608 - internal names only
             f"END) AS avg FROM {_t(f'avp{side}', plan)} AS p GROUP BY p.gk"
         )
-        ctes += [(name(f"avp{side}", plan), pool), (name(f"av{side}", plan), ratio)]
+        ctes += [
+            (name(f"avq{side}", plan), pool),
+            (name(f"avp{side}", plan), running),
+            (name(f"av{side}", plan), ratio),
+        ]
     return ctes
 
 
@@ -277,14 +321,17 @@ def _quantile_pools(plan: AtomPlan) -> Ctes:
     a1, a2, d1, d2 = quantile_ranks(plan)
     rl, ag = _t("rl", plan), _t("ag", plan)
     ctes: Ctes = []
-    for side, rank, desc, r1, r2 in (("l", "r_up", "", a1, a2), ("h", "r_down", " DESC", d1, d2)):
+    for side, first, desc, r1, r2 in (("l", "u1", "", a1, a2), ("h", "d1", " DESC", d1, d2)):
+        count = _overlap(f"x.{first}", f"x.{first} + x.cnt - 1", "1", "x.hi")
+        order = f"PARTITION BY x.gk ORDER BY x.w{desc}"
         pool = internal_query(
-            f"SELECT x.gk, x.w, ROW_NUMBER() OVER (PARTITION BY x.gk ORDER BY x.w{desc}) AS pr "  # noqa: S608 - internal names only
-            f"FROM {rl} AS x WHERE x.{rank} <= x.hi"
+            f"SELECT x.gk, x.w, {count} AS cnt, SUM({count}) OVER ({order} "  # noqa: S608 - internal names only
+            f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS p2 "
+            f"FROM {rl} AS x WHERE x.{first} <= x.hi"
         )
         picked = internal_query(
-            f"SELECT p.gk, MIN(CASE WHEN p.pr = {r1} THEN p.w END) AS q1, "  # noqa: S608 - internal names only
-            f"MIN(CASE WHEN p.pr = {r2} THEN p.w END) AS q2 "
+            f"SELECT p.gk, MIN(CASE WHEN {_holds(r1, 'p.p2 - p.cnt + 1', 'p.p2')} THEN p.w END) AS q1, "  # noqa: S608, E501 - internal names only
+            f"MIN(CASE WHEN {_holds(r2, 'p.p2 - p.cnt + 1', 'p.p2')} THEN p.w END) AS q2 "
             f"FROM {_t(f'qp{side}', plan)} AS p JOIN {ag} AS a ON a.gk = p.gk GROUP BY p.gk"
         )
         ctes += [(name(f"qp{side}", plan), pool), (name(f"q{side}", plan), picked)]
