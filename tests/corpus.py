@@ -186,9 +186,12 @@ def build(engine: Engine, n_rows: int, added: int) -> dict[str, Any]:
             con, "adult_k", "adult_ke", key="id", sensitive="capital_loss",
             quasi=list(KE["quasi"]), k=5, e=20, domain="corpus_ke",
         )  # fmt: skip
+        # max_suppression 0.25: the live change corrects values, and the chain rule holds
+        # back those records' new values (about 7% of 493 in the suite's run)
         summaries[f"adult_lhd_v{version}"] = sqlanon.release_lhd(
             con, "adult", "adult_lhd", key="id", quasi=list(LHD["quasi"]),
             sensitive=["capital_loss", "hours_per_week"], l=3, domain="corpus_lhd",
+            max_suppression=0.25,
         )  # fmt: skip
         _snapshot(engine, KE, version, ghosts=version > 1)
         _snapshot(engine, LHD, version, ghosts=version > 1)
