@@ -10,8 +10,9 @@ The output has one row per group with ``<name>_low``, ``<name>_high`` and ``<nam
 for each aggregate or expression of aggregates (``<name>`` is the alias, else e.g.
 ``sum_capital_loss`` or ``count_star``, else ``col<position>``), plus the bare ``<name>``
 for a COUNT that is exact, and ``having_surely`` under a HAVING (groups that may pass are
-returned). The true answer over the private source always lies in [low, high] (a NULL
-bound: unbounded). The output reads only the releases, their bounds tables and the public
+returned). The true answer over the private source always lies in [low, high] (an end
+without a bound is -Infinity or Infinity; NULL low and high: the answer is NULL). The
+output reads only the releases, their bounds tables and the public
 tables the query joins or semi-joins; :func:`rewrite` checks that on the generated tree
 before returning.
 
