@@ -83,7 +83,7 @@ def rewrite(
         tree = _narrow(sql, catalog, dialect, limits, step)
         step()
         if tree is None:
-            plan = normalize(sql, catalog, dialect, limits)
+            plan = normalize(sql, catalog, dialect, limits, step)
             step()
             tree = answer(plan)
             step()
@@ -113,7 +113,7 @@ def _narrow(
     (then the general path answers the query or says why not); ``step`` between the
     parse and the build, where a pending cancel stops a long rewrite."""
     try:
-        query = analyze(sql, catalog, dialect, limits)
+        query = analyze(sql, catalog, dialect, limits, step)
         step()
         builder = lhd_intervals if query.release.model == "lhd" else ke_intervals
         tree: exp.Select = builder.build(query)

@@ -15,7 +15,7 @@ subquery or a table reference from the analyst's text into the output.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -118,10 +118,15 @@ def _refuse(what: str, node: exp.Expr | None = None, hint: str = "") -> Unsuppor
     return UnsupportedQueryError(f"{what} is not supported{part}" + (f"; {hint}" if hint else ""))
 
 
-def parse_single_select(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Select:
+def parse_single_select(
+    sql: str,
+    dialect: str,
+    limits: QueryLimits = DEFAULT_LIMITS,
+    checkpoint: Callable[[], None] | None = None,
+) -> exp.Select:
     """The one SELECT statement in ``sql``, or UnsupportedQueryError (QueryLimitError
     before parsing when ``sql`` exceeds ``limits``)."""
-    stmt = parse_statement(sql, dialect, limits)
+    stmt = parse_statement(sql, dialect, limits, checkpoint)
     if isinstance(stmt, exp.SetOperation):
         raise _refuse(f"{stmt.key.upper()} of queries", hint="rewrite each SELECT separately")
     assert isinstance(stmt, exp.Select)
@@ -258,10 +263,15 @@ def check_output_names(items: Iterable[tuple[str, bool]]) -> None:
 
 
 def analyze(
-    sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
+    sql: str,
+    catalog: Catalog,
+    dialect: str = "duckdb",
+    limits: QueryLimits = DEFAULT_LIMITS,
+    checkpoint: Callable[[], None] | None = None,
 ) -> Query:
-    """Parse and check ``sql``; the checked :class:`Query` or UnsupportedQueryError."""
-    select = parse_single_select(sql, dialect, limits)
+    """Parse and check ``sql``; the checked :class:`Query` or UnsupportedQueryError.
+    ``checkpoint`` runs between tokenizing and parsing."""
+    select = parse_single_select(sql, dialect, limits, checkpoint)
     _check_shape(select)
     info, qualifiers = _release(select, catalog)
     cols = _Columns(info, qualifiers)

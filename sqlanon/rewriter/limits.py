@@ -12,6 +12,7 @@ operators such as ``NOT NOT NOT``). The data owner may change each bound
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -102,10 +103,18 @@ def tokens(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> list
     return found
 
 
-def parse_statement(sql: str, dialect: str, limits: QueryLimits = DEFAULT_LIMITS) -> exp.Expr:
+def parse_statement(
+    sql: str,
+    dialect: str,
+    limits: QueryLimits = DEFAULT_LIMITS,
+    checkpoint: Callable[[], None] | None = None,
+) -> exp.Expr:
     """The one statement in ``sql``, a SELECT or a set operation of SELECTs, parsed in
-    ``dialect`` after the limits are checked on its tokens; else UnsupportedQueryError."""
+    ``dialect`` after the limits are checked on its tokens; else UnsupportedQueryError.
+    ``checkpoint`` runs between tokenizing and parsing (a pending cancel stops there)."""
     found = tokens(sql, dialect, limits)
+    if checkpoint is not None:
+        checkpoint()
     try:
         parsed = Dialect.get_or_raise(dialect).parser().parse(found, sql)
     except ParseError as err:

@@ -18,6 +18,7 @@ them), else ``col<position>``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
 
@@ -104,10 +105,15 @@ class Plan:
 
 
 def normalize(
-    sql: str, catalog: Catalog, dialect: str = "duckdb", limits: QueryLimits = DEFAULT_LIMITS
+    sql: str,
+    catalog: Catalog,
+    dialect: str = "duckdb",
+    limits: QueryLimits = DEFAULT_LIMITS,
+    checkpoint: Callable[[], None] | None = None,
 ) -> Plan:
-    """The :class:`Plan` of ``sql``, or UnsupportedQueryError naming the part refused."""
-    stmt = parse_statement(sql, dialect, limits)
+    """The :class:`Plan` of ``sql``, or UnsupportedQueryError naming the part refused
+    (``checkpoint`` runs between tokenizing and parsing)."""
+    stmt = parse_statement(sql, dialect, limits, checkpoint)
     ctx = Context(catalog, private_names(catalog), dialect=dialect)
     for node in stmt.walk():
         if isinstance(node, exp.Window):
