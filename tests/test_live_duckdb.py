@@ -369,29 +369,38 @@ def check_intervals(table: Table, summary: dict[str, Any]) -> None:
 Step = tuple[str, int, Any]  # (kind, person index seed, payload)
 
 
-@st.composite
-def sequences(draw: Any) -> tuple[str, list[tuple[Any, ...]], list[list[Step]], int]:
-    model = draw(st.sampled_from(MODELS))
-    person = st.tuples(
-        st.sampled_from(AGES), st.sampled_from(ZONES), st.sampled_from(S_VALUES),
-        st.sampled_from(C_VALUES),
-    )  # fmt: skip
-    first = draw(st.lists(person, min_size=3, max_size=6))
-    step = st.one_of(
-        st.tuples(st.just("insert"), st.just(0), person),
-        st.tuples(st.just("delete"), st.integers(0, 99), st.none()),
-        st.tuples(
+#: One record of the live tests' table: (age, zone, s, c).
+PERSON = st.tuples(
+    st.sampled_from(AGES), st.sampled_from(ZONES), st.sampled_from(S_VALUES),
+    st.sampled_from(C_VALUES),
+)  # fmt: skip
+
+
+def changes(kinds: tuple[str, ...] = ("insert", "delete", "quasi", "value")) -> Any:
+    """One change of the table (:func:`apply`): an insert, a delete, a changed
+    quasi-identifier or a changed sensitive value of a record picked by index."""
+    found = {
+        "insert": st.tuples(st.just("insert"), st.just(0), PERSON),
+        "delete": st.tuples(st.just("delete"), st.integers(0, 99), st.none()),
+        "quasi": st.tuples(
             st.just("quasi"),
             st.integers(0, 99),
             st.tuples(st.sampled_from(AGES), st.sampled_from(ZONES)),
-        ),  # fmt: skip
-        st.tuples(
+        ),
+        "value": st.tuples(
             st.just("value"),
             st.integers(0, 99),
             st.tuples(st.sampled_from(("s", "c")), st.integers(0, 2)),
-        ),  # fmt: skip
-    )
-    steps = draw(st.lists(st.lists(step, min_size=1, max_size=3), min_size=1, max_size=3))
+        ),
+    }
+    return st.one_of(*[found[kind] for kind in kinds])
+
+
+@st.composite
+def sequences(draw: Any) -> tuple[str, list[tuple[Any, ...]], list[list[Step]], int]:
+    model = draw(st.sampled_from(MODELS))
+    first = draw(st.lists(PERSON, min_size=3, max_size=6))
+    steps = draw(st.lists(st.lists(changes(), min_size=1, max_size=3), min_size=1, max_size=3))
     return model, first, steps, draw(st.integers(0, 3))
 
 

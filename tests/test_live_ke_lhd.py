@@ -22,13 +22,11 @@ from hypothesis import strategies as st
 import sqlanon
 from sqlanon.errors import InternalError, SqlanonError
 from tests.test_live_duckdb import (
-    AGES,
-    C_VALUES,
-    S_VALUES,
-    ZONES,
+    PERSON,
     Step,
     Table,
     apply,
+    changes,
     check_attacker,
     check_ghost_rows,
     follow,
@@ -75,20 +73,8 @@ def step(table: Table, algorithm: str, fraction: float, where: str) -> None:
 
 @st.composite
 def sequences(draw: Any) -> tuple[list[tuple[Any, ...]], list[list[Step]], str, float]:
-    person = st.tuples(
-        st.sampled_from(AGES), st.sampled_from(ZONES), st.sampled_from(S_VALUES),
-        st.sampled_from(C_VALUES),
-    )  # fmt: skip
-    first = draw(st.lists(person, min_size=4, max_size=7))
-    change = st.one_of(
-        st.tuples(st.just("insert"), st.just(0), person),
-        st.tuples(st.just("delete"), st.integers(0, 99), st.none()),
-        st.tuples(
-            st.just("value"),
-            st.integers(0, 99),
-            st.tuples(st.sampled_from(("s", "c")), st.integers(0, 2)),
-        ),  # fmt: skip
-    )
+    first = draw(st.lists(PERSON, min_size=4, max_size=7))
+    change = changes(("insert", "delete", "value"))
     batches = draw(st.lists(st.lists(change, min_size=1, max_size=3), min_size=1, max_size=2))
     algorithm = draw(st.sampled_from(("auto", "greedy")))
     return first, batches, algorithm, draw(st.sampled_from((0.5, 1.0)))

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import SqlanonError, SuppressionLimitError
-from tests.test_live_duckdb import AGES, C_VALUES, S_VALUES, ZONES, Table, apply, make_table
+from tests.test_live_duckdb import PERSON, Table, apply, changes, make_table
 from tests.test_live_duckdb import snapshot as database_state
 
 KE = {"key": "id", "sensitive": "s", "quasi": ["age"], "k": 2, "e": 1}
@@ -82,26 +82,8 @@ Step = tuple[str, int, Any]
 
 @st.composite
 def sequences(draw: Any) -> tuple[list[tuple[Any, ...]], list[list[Step]], float]:
-    person = st.tuples(
-        st.sampled_from(AGES), st.sampled_from(ZONES), st.sampled_from(S_VALUES),
-        st.sampled_from(C_VALUES),
-    )  # fmt: skip
-    first = draw(st.lists(person, min_size=4, max_size=7))
-    step = st.one_of(
-        st.tuples(st.just("insert"), st.just(0), person),
-        st.tuples(st.just("delete"), st.integers(0, 99), st.none()),
-        st.tuples(
-            st.just("quasi"),
-            st.integers(0, 99),
-            st.tuples(st.sampled_from(AGES), st.sampled_from(ZONES)),
-        ),  # fmt: skip
-        st.tuples(
-            st.just("value"),
-            st.integers(0, 99),
-            st.tuples(st.sampled_from(("s", "c")), st.integers(0, 2)),
-        ),  # fmt: skip
-    )
-    batches = draw(st.lists(st.lists(step, min_size=1, max_size=3), min_size=1, max_size=2))
+    first = draw(st.lists(PERSON, min_size=4, max_size=7))
+    batches = draw(st.lists(st.lists(changes(), min_size=1, max_size=3), min_size=1, max_size=2))
     return first, batches, draw(st.sampled_from((0.0, 0.1, 0.25, 0.5)))
 
 
