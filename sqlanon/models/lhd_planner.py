@@ -169,6 +169,7 @@ def plan_lhd(
     weight: Sequence[int] | np.ndarray | None = None,
     left_out_before: int = 0,
     over_budget: str = "raise",
+    changed: Sequence[bool] | np.ndarray | None = None,
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -180,7 +181,10 @@ def plan_lhd(
     number of identical records entry i stands for (a caller that counted them in the
     database); the plan is the one of the records one by one, given in that order (see
     :meth:`LhdProblem.units`); ``class_id`` is then the class of each entry's first
-    record and ``rank_class`` that of each of its records by rank.
+    record and ``rank_class`` that of each of its records by rank. ``changed[i]``:
+    record i belongs to a changed person's chain (MODELS.md, "Changing tables"); every
+    piece then meets its requirement on its never-changed records alone, as the chain
+    rule asks, so that an old cell holding a changed record is split, not left out.
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -188,7 +192,9 @@ def plan_lhd(
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
     if over_budget not in ("raise", "least"):
         raise ConfigError(f"over_budget must be 'raise' or 'least', got {over_budget!r}")
-    given = LhdProblem.build(quasi, sensitive, hierarchies, l, prior, checked or {}, weight)
+    given = LhdProblem.build(
+        quasi, sensitive, hierarchies, l, prior, checked or {}, weight, changed
+    )
     problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())
     if algorithm == "auto":

@@ -77,6 +77,10 @@ class LhdProblem:
     newest: np.ndarray | None = None
     # Records each entry stands for (all 1 until :meth:`units` merges identical ones).
     weight: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # The chain rule (MODELS.md, "Changing tables"): a piece meets its requirement
+    # counting only its never-changed members (False: a record of a changed person's
+    # chain, a ghost of an old incarnation or a new one). None: every record counts.
+    counted: np.ndarray | None = None
 
     @property
     def records(self) -> int:
@@ -96,6 +100,7 @@ class LhdProblem:
         prior: Cells | None,
         checked: Mapping[str, Sequence[Any] | np.ndarray],
         weight: Sequence[int] | np.ndarray | None = None,
+        changed: Sequence[bool] | np.ndarray | None = None,
     ) -> LhdProblem:
         if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 2:
             raise ConfigError(f"l must be an integer >= 2, got {l!r}")
@@ -151,6 +156,11 @@ class LhdProblem:
             weight=weights.astype(np.int64),
         )
         problem._set_cells(prior if prior is not None else Cells.empty(n), sensitive, checked)
+        if changed is not None:
+            flags = np.asarray(changed, dtype=bool)
+            if flags.shape != (n,):
+                raise ConfigError(f"changed must hold one flag per record ({n})")
+            problem.counted = ~flags if flags.any() else None
         return problem
 
     def _set_cells(
@@ -222,6 +232,8 @@ class LhdProblem:
         """
         columns = [c[:, 0] for c in self.codes] + self.sa_codes + self.check_codes
         columns.append(self.piece_cell)
+        if self.counted is not None:
+            columns.append(self.counted.astype(np.int64))
         key = np.stack(columns, axis=1) if self.n else np.zeros((0, len(columns)), np.int64)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         # units in the order their first record came
@@ -259,6 +271,7 @@ class LhdProblem:
             check_codes=[c[rows] for c in self.check_codes],
             check_numbers=[None if x is None else x[rows] for x in self.check_numbers],
             weight=entry_weight.astype(np.int64),
+            counted=None if self.counted is None else self.counted[rows],
         )
         if self.newest is not None and self.atom is not None:
             old = units.piece_cell < units.new_cell
@@ -279,15 +292,33 @@ class LhdProblem:
             keys, inverse = np.unique(pair, return_inverse=True)
             piece = inverse.reshape(-1)
         cell = keys % (self.new_cell + 1)
-        ok = piece_meets(
+        ok = self.pieces_meet(
+            piece, keys.size, idx, self.need_distinct[cell], self.need_spread[cell]
+        )
+        return piece, ok
+
+    def pieces_meet(
+        self,
+        piece: np.ndarray,
+        count: int,
+        idx: np.ndarray,
+        need_distinct: np.ndarray,
+        need_spread: np.ndarray,
+    ) -> np.ndarray:
+        """:func:`~sqlanon.models.cells.piece_meets` for records ``idx`` in pieces
+        ``piece`` (0..count-1), counting only the never-changed records (``counted``):
+        a piece of changed records alone meets nothing."""
+        if self.counted is not None:
+            mask = self.counted[idx]
+            piece, idx = piece[mask], idx[mask]
+        return piece_meets(
             piece,
-            keys.size,
-            self.need_distinct[cell],
-            self.need_spread[cell],
+            count,
+            need_distinct,
+            need_spread,
             [c[idx] for c in self.check_codes],
             [None if x is None else x[idx] for x in self.check_numbers],
         )
-        return piece, ok
 
     def placeable(self) -> np.ndarray:
         """Records that can be in some valid class: those of an old cell that meets, as a

@@ -14,7 +14,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from sqlanon.models.cells import piece_meets
 from sqlanon.models.lhd_greedy import GREEDY_MAX_ROWS, greedy
 from sqlanon.models.lhd_problem import (
     LhdProblem,
@@ -132,12 +131,7 @@ def keep_absent_valid(problem: LhdProblem, classes: list[np.ndarray]) -> list[np
     if absent.size == 0:
         return classes
     keys, piece = np.unique(problem.piece_cell[absent], return_inverse=True)
-    ok = piece_meets(
-        piece.reshape(-1),
-        keys.size,
-        problem.keep_distinct[keys],
-        problem.keep_spread[keys],
-        [c[absent] for c in problem.check_codes],
-        [None if x is None else x[absent] for x in problem.check_numbers],
+    ok = problem.pieces_meet(
+        piece.reshape(-1), keys.size, absent, problem.keep_distinct[keys], problem.keep_spread[keys]
     )
     return _place_leftovers(problem, classes, absent[~ok[piece.reshape(-1)]])

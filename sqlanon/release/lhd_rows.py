@@ -52,6 +52,9 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
         quasi = {c: np.concatenate([rows[c], rows[c][at]]) for c in job.quasi}
     found = read_hierarchies(session, job.src, job.quasi, rows)
     values, size = read.values, read.keys.size
+    changed = np.zeros(size, dtype=bool)
+    for chain in read.chains:
+        changed[list(chain)] = True
 
     def within(budget: float) -> Planned:
         def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -67,6 +70,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 checked={a: values[a][idx] for a in job.checked},
                 left_out_before=size - idx.size,
                 over_budget="least",
+                changed=changed[idx],
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id
