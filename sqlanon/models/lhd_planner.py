@@ -170,6 +170,7 @@ def plan_lhd(
     left_out_before: int = 0,
     over_budget: str = "raise",
     changed: Sequence[bool] | np.ndarray | None = None,
+    whole: Sequence[bool] | np.ndarray | None = None,
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -185,6 +186,7 @@ def plan_lhd(
     record i belongs to a changed person's chain (MODELS.md, "Changing tables"); every
     piece then meets its requirement on its never-changed records alone, as the chain
     rule asks, so that an old cell holding a changed record is split, not left out.
+    ``whole[i]``: record i's old cell must not be split (:func:`keep_whole`).
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -197,6 +199,12 @@ def plan_lhd(
     )
     problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())
+    kept: np.ndarray = np.zeros(0, dtype=np.int64)
+    if whole is not None:
+        flags = np.asarray(whole, dtype=bool)
+        if flags.shape != (given.n,):
+            raise ConfigError(f"whole must hold one flag per record ({given.n})")
+        kept = np.unique(given.piece_cell[flags & (given.piece_cell < given.new_cell)])
     if algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
         if problem.newest is not None:
@@ -206,7 +214,12 @@ def plan_lhd(
     plans = [
         _finish(
             problem,
-            _checked(problem, keep_absent_valid(problem, _ALGORITHM[name](problem, active))),
+            _checked(
+                problem,
+                keep_whole(
+                    problem, keep_absent_valid(problem, _ALGORITHM[name](problem, active)), kept
+                ),
+            ),
             name,
         )
         for name in names
@@ -231,6 +244,37 @@ def plan_lhd(
 
 
 _ALGORITHM = {"greedy": greedy, "scalable": top_down, "refine": refine_earlier}
+
+
+def keep_whole(
+    problem: LhdProblem, classes: list[np.ndarray], cells: np.ndarray
+) -> list[np.ndarray]:
+    """``classes`` with every old cell of ``cells`` (ids of ``piece_cell``) whole again:
+    all its records in the class that held most of them, or all left out when the cell
+    as a whole misses what a piece must meet now, or none of it was placed. A cell kept
+    whole is the cell the last release left (the chain rule held for it then); taking a
+    whole piece out of a class leaves the class's other pieces as valid as they were."""
+    if cells.size == 0:
+        return classes
+    class_of = np.full(problem.n, -1, dtype=np.int64)
+    for i, members in enumerate(classes):
+        class_of[members] = i
+    for cell in cells.tolist():
+        members = np.flatnonzero(problem.piece_cell == cell)
+        ok = problem.pieces_meet(
+            np.zeros(members.size, dtype=np.int64),
+            1,
+            members,
+            problem.need_distinct[[cell]],
+            problem.need_spread[[cell]],
+        )
+        placed = class_of[members] >= 0
+        target = -1
+        if ok[0] and placed.any():
+            counts = np.bincount(class_of[members][placed], weights=problem.weight[members][placed])
+            target = int(counts.argmax())
+        class_of[members] = target
+    return [c for i in range(len(classes)) if (c := np.flatnonzero(class_of == i)).size]
 
 
 def _checked(problem: LhdProblem, classes: list[np.ndarray]) -> list[np.ndarray]:

@@ -90,7 +90,7 @@ def plan_ke(
     it is not run)."""
     values, prior, weight = read.values[job.sensitive], read.prior, read.weight
 
-    def planned(keep: np.ndarray) -> tuple[np.ndarray, ke_plan.KePlan]:
+    def planned(keep: np.ndarray, _whole: np.ndarray) -> tuple[np.ndarray, ke_plan.KePlan]:
         idx = np.flatnonzero(keep)
         p = ke_incremental.plan_in_cells(
             values[idx], prior.select(idx), job.sensitive, job.k, job.e, job.policy,

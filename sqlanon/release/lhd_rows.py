@@ -57,7 +57,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
         changed[list(chain)] = True
 
     def within(budget: float) -> Planned:
-        def planned(keep: np.ndarray) -> tuple[np.ndarray, Any]:
+        def planned(keep: np.ndarray, whole: np.ndarray) -> tuple[np.ndarray, Any]:
             idx = np.flatnonzero(keep)
             p = plan_lhd(
                 {c: quasi[c][idx] for c in job.quasi},
@@ -71,13 +71,19 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 left_out_before=size - idx.size,
                 over_budget="least",
                 changed=changed[idx],
+                whole=whole[idx],
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id
             return group, p
 
         class_id, plan, cells, chain_held = plan_live(
-            planned, read.prior, Requirement.lhd(job.sensitive, job.l), values, read.chains
+            planned,
+            read.prior,
+            Requirement.lhd(job.sensitive, job.l),
+            values,
+            read.chains,
+            keeps_whole=True,
         )
         return Planned(
             plan=plan,

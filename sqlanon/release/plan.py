@@ -19,24 +19,28 @@ def _left_out(keep: np.ndarray, weight: np.ndarray | None) -> int:
 
 
 def plan_live(
-    planned: Callable[[np.ndarray], tuple[np.ndarray, Any]],
+    planned: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, Any]],
     prior: Cells,
     requirement: Requirement,
     values: dict[str, np.ndarray],
     chains: Sequence[tuple[int, ...]],
     weight: np.ndarray | None = None,
+    keeps_whole: bool = False,
 ) -> tuple[np.ndarray, Any, Cells, int]:
     """Plan a release under the cell rule and the chain rule (MODELS.md, "Changing
-    tables"). ``planned(keep)`` plans the records ``keep`` and returns every record's
-    group (-1: absent) and the model's plan. A new incarnation of a changed record whose
-    chain (or a cell its chain touches) would break the chain rule is held back and the
-    release planned again without it, until nothing breaks; when no new incarnation is
-    involved (a split of old cells broke it), those old cells are left out whole.
+    tables"). ``planned(keep, whole)`` plans the records ``keep``, not splitting the old
+    cells of the records ``whole``, and returns every record's group (-1: absent) and
+    the model's plan. A new incarnation of a changed record whose chain (or a cell its
+    chain touches) would break the chain rule is held back and the release planned
+    again without it, until nothing breaks; when no new incarnation is involved (a split
+    of old cells broke it), those old cells are kept whole (``keeps_whole``: the
+    planner can) and, if that breaks it too, left out whole.
     Returns the group, the plan, the cells after, and how many records were left out
     so (``weight``: how many records each entry stands for; 1 each by default)."""
     keep = np.ones(prior.cell.size, dtype=bool)
+    whole = np.zeros(prior.cell.size, dtype=bool)
     while True:
-        group, plan = planned(keep)
+        group, plan = planned(keep, whole)
         cells = prior.then(group, requirement)
         published = [tuple(i for i in c if cells.cell[i] >= 0) for c in chains]
         published = [c for c in published if len(c) >= 2]
@@ -63,8 +67,11 @@ def plan_live(
             touched = np.isin(cells.cell, list(failing_cells))
             for chain in failing:
                 touched[list(chain)] = True
-            old = np.unique(prior.cell[touched & (prior.cell >= 0)])
-            hold = set(np.flatnonzero(np.isin(prior.cell, old) & keep).tolist())
+            in_old = np.isin(prior.cell, np.unique(prior.cell[touched & (prior.cell >= 0)]))
+            if keeps_whole and not whole[in_old & keep].all():
+                whole |= in_old
+                continue
+            hold = set(np.flatnonzero(in_old & keep).tolist())
         if not hold:
             raise UnsafeReleaseError(
                 f"{len(failing)} chains of changed records and {len(failing_cells)} cells "
