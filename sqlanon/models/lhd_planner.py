@@ -46,6 +46,12 @@ Algorithms:
   refine too. Keeps the lowest precision loss among the plans within
   ``max_suppression``, the lower DM on a tie.
 
+``recoding='global'`` replaces the algorithms by a search of the generalization
+lattice (:mod:`sqlanon.models.lhd_global`, ARX's full-domain recoding): one level per QI
+for the whole release, the node of lowest precision loss within ``max_suppression``;
+its classes are the groups of records with equal labels at that node, pieces that fail
+left out as above.
+
 Identical records (equal QI values, equal values of every attribute checked, the same
 old cell) form a **unit**, planned as up to ``UNIT_SINGLES`` entries of one record and
 one entry of the rest, each weighted by its records
@@ -81,14 +87,17 @@ from sqlanon.hierarchy import Hierarchy
 from sqlanon.metrics import discernibility, precision_loss
 from sqlanon.models.cells import Cells
 from sqlanon.models.lhd_comparison import EarlierRelease
+from sqlanon.models.lhd_global import full_domain
 from sqlanon.models.lhd_greedy import GREEDY_MAX_ROWS, greedy
 from sqlanon.models.lhd_problem import LhdProblem, common_levels, group_validity
 from sqlanon.models.lhd_refine import keep_absent_valid, refine_earlier
 from sqlanon.models.lhd_scalable import top_down
 
-__all__ = ["ALGORITHMS", "SLACK", "LhdPlan", "plan_lhd"]
+__all__ = ["ALGORITHMS", "RECODINGS", "SLACK", "LhdPlan", "plan_lhd"]
 
 ALGORITHMS = ("auto", "greedy", "scalable", "refine")
+#: ``local``: each class publishes its own levels; ``global``: one level per QI.
+RECODINGS = ("local", "global")
 
 #: Records compared with ``max_suppression * records`` may fall short of it by float
 #: rounding (a fraction given to 4 decimals, rounded up, times the records).
@@ -169,6 +178,7 @@ def plan_lhd(
     weight: Sequence[int] | np.ndarray | None = None,
     left_out_before: int = 0,
     over_budget: str = "raise",
+    recoding: str = "local",
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -180,7 +190,9 @@ def plan_lhd(
     number of identical records entry i stands for (a caller that counted them in the
     database); the plan is the one of the records one by one, given in that order (see
     :meth:`LhdProblem.units`); ``class_id`` is then the class of each entry's first
-    record and ``rank_class`` that of each of its records by rank.
+    record and ``rank_class`` that of each of its records by rank. ``recoding='global'``:
+    one level per QI for the whole release (:mod:`sqlanon.models.lhd_global`; then
+    ``algorithm`` must stay ``'auto'``).
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -188,10 +200,22 @@ def plan_lhd(
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
     if over_budget not in ("raise", "least"):
         raise ConfigError(f"over_budget must be 'raise' or 'least', got {over_budget!r}")
+    if recoding not in RECODINGS:
+        raise ConfigError(
+            f"recoding must be 'local' (each class its own levels) or 'global' (one level "
+            f"per quasi-identifier for the whole release), got {recoding!r}"
+        )
+    if recoding == "global" and algorithm != "auto":
+        raise ConfigError(
+            f"algorithm={algorithm!r} plans local recoding; recoding='global' searches the "
+            "levels itself: leave algorithm 'auto'"
+        )
     given = LhdProblem.build(quasi, sensitive, hierarchies, l, prior, checked or {}, weight)
     problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())
-    if algorithm == "auto":
+    if recoding == "global":
+        names: list[str] = []  # one plan, the lattice search's, below
+    elif algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
         if problem.newest is not None:
             names.append("refine")
@@ -207,6 +231,9 @@ def plan_lhd(
     ]
     records = problem.records
     budget = max_suppression * (records + left_out_before) + SLACK
+    if recoding == "global":
+        node = full_domain(problem, active, budget - left_out_before)
+        plans.append(_finish(problem, _checked(problem, node.classes), "global", node.levels))
     allowed = [p for p in plans if p.absent + left_out_before <= budget]
     if allowed:
         # equal precision loss (to rounding): the finer partition (lower DM)
@@ -263,8 +290,15 @@ def _distinct_values(problem: LhdProblem, classes: list[np.ndarray]) -> list[lis
     return out
 
 
-def _finish(problem: LhdProblem, classes: list[np.ndarray], algorithm: str) -> LhdPlan:
-    levels = [common_levels(problem, c) for c in classes]
+def _finish(
+    problem: LhdProblem,
+    classes: list[np.ndarray],
+    algorithm: str,
+    node: np.ndarray | None = None,
+) -> LhdPlan:
+    """The plan of ``classes``, each published at the lowest levels its members share
+    (local recoding), or all at the levels ``node`` (global)."""
+    levels = [common_levels(problem, c) if node is None else node for c in classes]
     labels = [
         tuple(
             h.label(int(lv[q]), int(problem.codes[q][c[0], lv[q]]))
