@@ -67,6 +67,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 checked={a: values[a][idx] for a in job.checked},
                 left_out_before=size - idx.size,
                 over_budget="least",
+                recoding=job.recoding,
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id
