@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-report", action="store_true")
+    parser.add_argument("--note", default="", help="a sentence on the run (e.g. the load)")
     args = parser.parse_args()
     hierarchies = load_directory(str(args.data), "adult")
     arx = measure(load_arx_adult(args.data), ARX_QI, "occupation", hierarchies, args.repeat)
@@ -138,7 +139,9 @@ def main() -> None:
         f"`sqlanon/models/lhd_global.py`). Seconds: `plan_lhd` alone, median of {args.repeat}. "
         "PREC: precision loss (a left-out record counts as every QI at the top). "
         "*Levels in a column*: the most distinct hierarchy levels one QI column of the "
-        "local release mixes (global: always 1). *Global levels*: the node, level per QI.\n",
+        "local release mixes (global: always 1). *Global levels*: the node, level per QI."
+        + (f" {args.note}" if args.note else "")
+        + "\n",
     ]
     lines += section(
         f"ARX `adult.csv` ({arx[0]['rows']:,} rows), 8 QI, SA occupation:",
