@@ -153,10 +153,12 @@ def release_lhd(
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
     dry_run: bool = False,
+    recoding: str = "local",
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
     :func:`sqlanon.release.lhd_release.release_lhd` (``progress``, ``dry_run`` as for
-    :func:`release_ke`)."""
+    :func:`release_ke`; ``recoding='global'``: one generalization level per
+    quasi-identifier for the whole release, so every label of a column is of one level)."""
     with _reported("release_lhd"), session_for(con) as session:
         _require_writable(session, "release_lhd")
         return lhd_release.release_lhd(
@@ -172,6 +174,7 @@ def release_lhd(
             progress=_callers(progress),
             domain_name=domain,
             dry_run=dry_run,
+            recoding=recoding,
         )
 
 

@@ -35,6 +35,7 @@ from sqlanon.demo import run_demo
 from sqlanon.display import print_table
 from sqlanon.duckdb.register import install as install_duckdb
 from sqlanon.errors import ConfigError, InternalError, SqlanonError, is_database_error
+from sqlanon.models.lhd_planner import RECODINGS
 from sqlanon.postgres.extension import place_extension
 from sqlanon.postgres.install import install_postgres, install_python_dir
 from sqlanon.report.page import write_report
@@ -92,6 +93,10 @@ _READ_DB_HELP = (
 )
 _DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
 _DRY_RUN_HELP = "plan as the release would and print its summary; write nothing"
+_RECODING_HELP = (
+    "local: each class at the lowest levels its members share; global: one level per "
+    "quasi-identifier for the whole release (every label of a column of one level)"
+)
 
 
 def _progress(stage: str, count: int) -> None:
@@ -178,6 +183,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
             progress=_progress,
             domain=args.domain,
             dry_run=args.dry_run,
+            recoding=args.recoding,
         )
     _print_release(args.family, summary)
 
@@ -186,7 +192,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
 #: the values ``--sweep NAME=V1,V2`` gives each.
 _PREVIEW_PARAMETERS = {
     "ke": {"k": int, "e": float, "policy": str},
-    "lhd": {"l": int, "algorithm": str, "max_suppression": float},
+    "lhd": {"l": int, "algorithm": str, "max_suppression": float, "recoding": str},
 }
 
 
@@ -402,6 +408,7 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
         default=None,
         help=_DOMAIN_HELP,
     )
+    lhd.add_argument("--recoding", default="local", choices=RECODINGS, help=_RECODING_HELP)
     lhd.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     lhd.set_defaults(run=_release_lhd)
     _add_preview_command(commands)
@@ -446,7 +453,8 @@ def _add_preview_command(
         "--sweep",
         action="append",
         required=True,
-        help="NAME=V1,V2,... (ke: k, e, policy; lhd: l, algorithm, max_suppression); "
+        help="NAME=V1,V2,... (ke: k, e, policy; lhd: l, algorithm, max_suppression, "
+        "recoding); "
         "repeat it to cross settings",
     )
     pre.add_argument("--k", type=int, default=None)
@@ -455,6 +463,7 @@ def _add_preview_command(
     pre.add_argument("--l", type=int, default=None)
     pre.add_argument("--algorithm", default=None, choices=["auto", "greedy", "scalable", "refine"])
     pre.add_argument("--max-suppression", type=float, default=None)
+    pre.add_argument("--recoding", default=None, choices=RECODINGS, help=_RECODING_HELP)
     pre.add_argument("--domain", default=None, help=_DOMAIN_HELP)
     pre.set_defaults(run=_preview)
 

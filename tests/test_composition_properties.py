@@ -59,11 +59,12 @@ class LhdFamily:
     l: int  # noqa: E741
     algorithm: str
     max_suppression: float
+    recoding: str = "local"
 
     def __str__(self) -> str:
         return (
             f"lhd({','.join(self.quasi)} -> {','.join(self.sensitive)}, l={self.l}, "
-            f"{self.algorithm}, ms={self.max_suppression})"
+            f"{self.algorithm}, ms={self.max_suppression}, {self.recoding})"
         )
 
 
@@ -200,6 +201,7 @@ def _plan(
         checked=checked,
         algorithm=family.algorithm,
         max_suppression=family.max_suppression,
+        recoding=family.recoding,
     )
     return lhd_plan.class_id, Requirement.lhd(family.sensitive, family.l)
 

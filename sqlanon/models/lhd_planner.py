@@ -46,6 +46,12 @@ Algorithms:
   refine too. Keeps the lowest precision loss among the plans within
   ``max_suppression``, the lower DM on a tie.
 
+``recoding='global'`` replaces the algorithms by a search of the generalization
+lattice (:mod:`sqlanon.models.lhd_global`, ARX's full-domain recoding): one level per QI
+for the whole release, the node of lowest precision loss within ``max_suppression``;
+its classes are the groups of records with equal labels at that node, pieces that fail
+left out as above.
+
 Identical records (equal QI values, equal values of every attribute checked, the same
 old cell) form a **unit**, planned as up to ``UNIT_SINGLES`` entries of one record and
 one entry of the rest, each weighted by its records
@@ -81,14 +87,17 @@ from sqlanon.hierarchy import Hierarchy
 from sqlanon.metrics import discernibility, precision_loss
 from sqlanon.models.cells import Cells
 from sqlanon.models.lhd_comparison import EarlierRelease
+from sqlanon.models.lhd_global import full_domain
 from sqlanon.models.lhd_greedy import GREEDY_MAX_ROWS, greedy
 from sqlanon.models.lhd_problem import LhdProblem, common_levels, group_validity
 from sqlanon.models.lhd_refine import keep_absent_valid, refine_earlier
 from sqlanon.models.lhd_scalable import top_down
 
-__all__ = ["ALGORITHMS", "SLACK", "LhdPlan", "plan_lhd"]
+__all__ = ["ALGORITHMS", "RECODINGS", "SLACK", "LhdPlan", "plan_lhd"]
 
 ALGORITHMS = ("auto", "greedy", "scalable", "refine")
+#: ``local``: each class publishes its own levels; ``global``: one level per QI.
+RECODINGS = ("local", "global")
 
 #: Records compared with ``max_suppression * records`` may fall short of it by float
 #: rounding (a fraction given to 4 decimals, rounded up, times the records).
@@ -171,6 +180,7 @@ def plan_lhd(
     over_budget: str = "raise",
     changed: Sequence[bool] | np.ndarray | None = None,
     whole: Sequence[bool] | np.ndarray | None = None,
+    recoding: str = "local",
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -187,6 +197,8 @@ def plan_lhd(
     piece then meets its requirement on its never-changed records alone, as the chain
     rule asks, so that an old cell holding a changed record is split, not left out.
     ``whole[i]``: record i's old cell must not be split (:func:`keep_whole`).
+    ``recoding='global'``: one level per QI for the whole release
+    (:mod:`sqlanon.models.lhd_global`; then ``algorithm`` must stay ``'auto'``).
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -194,6 +206,16 @@ def plan_lhd(
         raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
     if over_budget not in ("raise", "least"):
         raise ConfigError(f"over_budget must be 'raise' or 'least', got {over_budget!r}")
+    if recoding not in RECODINGS:
+        raise ConfigError(
+            f"recoding must be 'local' (each class its own levels) or 'global' (one level "
+            f"per quasi-identifier for the whole release), got {recoding!r}"
+        )
+    if recoding == "global" and algorithm != "auto":
+        raise ConfigError(
+            f"algorithm={algorithm!r} plans local recoding; recoding='global' searches the "
+            "levels itself: leave algorithm 'auto'"
+        )
     given = LhdProblem.build(
         quasi, sensitive, hierarchies, l, prior, checked or {}, weight, changed
     )
@@ -205,7 +227,9 @@ def plan_lhd(
         if flags.shape != (given.n,):
             raise ConfigError(f"whole must hold one flag per record ({given.n})")
         kept = np.unique(given.piece_cell[flags & (given.piece_cell < given.new_cell)])
-    if algorithm == "auto":
+    if recoding == "global":
+        names: list[str] = []  # one plan, the lattice search's, below
+    elif algorithm == "auto":
         names = ["greedy", "scalable"] if problem.n <= GREEDY_MAX_ROWS else ["scalable"]
         if problem.newest is not None:
             names.append("refine")
@@ -226,6 +250,11 @@ def plan_lhd(
     ]
     records = problem.records
     budget = max_suppression * (records + left_out_before) + SLACK
+    if recoding == "global":
+        node = full_domain(problem, active, budget - left_out_before)
+        # a kept cell is left out whole when split: moved, its labels would not be the node's
+        classes = keep_whole(problem, node.classes, kept, move=False)
+        plans.append(_finish(problem, _checked(problem, classes), "global", node.levels))
     allowed = [p for p in plans if p.absent + left_out_before <= budget]
     if allowed:
         # equal precision loss (to rounding): the finer partition (lower DM)
@@ -247,11 +276,12 @@ _ALGORITHM = {"greedy": greedy, "scalable": top_down, "refine": refine_earlier}
 
 
 def keep_whole(
-    problem: LhdProblem, classes: list[np.ndarray], cells: np.ndarray
+    problem: LhdProblem, classes: list[np.ndarray], cells: np.ndarray, move: bool = True
 ) -> list[np.ndarray]:
     """``classes`` with every old cell of ``cells`` (ids of ``piece_cell``) whole again:
     all its records in the class that held most of them, or all left out when the cell
-    as a whole misses what a piece must meet now, or none of it was placed. A cell kept
+    as a whole misses what a piece must meet now, or none of it was placed, or it was
+    split and may not be moved (``move``: False, global recoding). A cell kept
     whole is the cell the last release left (the chain rule held for it then); taking a
     whole piece out of a class leaves the class's other pieces as valid as they were."""
     if cells.size == 0:
@@ -270,7 +300,8 @@ def keep_whole(
         )
         placed = class_of[members] >= 0
         target = -1
-        if ok[0] and placed.any():
+        split = np.unique(class_of[members]).size > 1
+        if ok[0] and placed.any() and (move or not split):
             counts = np.bincount(class_of[members][placed], weights=problem.weight[members][placed])
             target = int(counts.argmax())
         class_of[members] = target
@@ -313,8 +344,15 @@ def _distinct_values(problem: LhdProblem, classes: list[np.ndarray]) -> list[lis
     return out
 
 
-def _finish(problem: LhdProblem, classes: list[np.ndarray], algorithm: str) -> LhdPlan:
-    levels = [common_levels(problem, c) for c in classes]
+def _finish(
+    problem: LhdProblem,
+    classes: list[np.ndarray],
+    algorithm: str,
+    node: np.ndarray | None = None,
+) -> LhdPlan:
+    """The plan of ``classes``, each published at the lowest levels its members share
+    (local recoding), or all at the levels ``node`` (global)."""
+    levels = [common_levels(problem, c) if node is None else node for c in classes]
     labels = [
         tuple(
             h.label(int(lv[q]), int(problem.codes[q][c[0], lv[q]]))

@@ -164,6 +164,7 @@ def server_release_lhd(
     max_suppression: float,
     domain: str | None = None,
     dry_run: bool | None = False,
+    recoding: str = "local",
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -180,6 +181,7 @@ def server_release_lhd(
             max_suppression=max_suppression,
             domain_name=domain,
             dry_run=bool(dry_run),
+            recoding=recoding,
         )
     return _json(summary)
 

@@ -158,6 +158,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
             checked={a: read.values[a] for a in job.checked},
             weight=weight,
             over_budget="least",
+            recoding=job.recoding,
         )
         assert plan.rank_class is not None
         class_id = plan.rank_class[entry, seg]

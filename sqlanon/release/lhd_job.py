@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from sqlanon.errors import SuppressionLimitError
 from sqlanon.hierarchy import missing_mask
-from sqlanon.models.lhd_planner import SLACK
+from sqlanon.models.lhd_planner import SLACK, LhdPlan
 from sqlanon.release.pipeline import Job, Planned, Written
 from sqlanon.session import Session
 from sqlanon.state import catalog
@@ -33,6 +33,7 @@ class LhdJob(Job):
     algorithm: str
     max_suppression: float
     read_sql: str
+    recoding: str = field(default="local", kw_only=True)  # or "global": one level per QI
 
     model: ClassVar[str] = "lhd"
 
@@ -47,6 +48,7 @@ class LhdJob(Job):
                 "precision_loss": float(plan.precision_loss),
                 "dm": int(plan.dm),
                 "algorithm_used": plan.algorithm,
+                **self._levels(plan),
                 **written.changes,
                 "ghosts": planned.ghost_rows,
                 "chain_held": planned.chain_held,
@@ -56,6 +58,12 @@ class LhdJob(Job):
                 **({"null_quasi": planned.null_quasi} if planned.null_quasi else {}),
             },
         )
+
+    def _levels(self, plan: LhdPlan) -> dict[str, Any]:
+        """Global recoding: the one level each quasi-identifier is published at."""
+        if self.recoding != "global" or not plan.n_classes:
+            return {}
+        return {"levels": dict(zip(plan.quasi, plan.class_levels[0].tolist(), strict=True))}
 
     def utility(self, written: Written) -> dict[str, Any]:
         """The planner's figures: classes, precision loss, discernibility (DM), and the
@@ -71,6 +79,8 @@ class LhdJob(Job):
             "dm": int(planned.plan.dm),
             "left_out_fraction": left_out / considered if considered else 0.0,
             "max_suppression": self.max_suppression,
+            "recoding": self.recoding,
+            **self._levels(planned.plan),
         }
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.models.lhd_comparison import EarlierRelease
-from sqlanon.models.lhd_planner import ALGORITHMS
+from sqlanon.models.lhd_planner import ALGORITHMS, RECODINGS
 from sqlanon.release import lhd_engine, lhd_rows, pipeline
 from sqlanon.release.domain_scope import open_domain
 from sqlanon.release.lhd_job import LhdJob
@@ -75,6 +75,7 @@ def release_lhd(
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
     dry_run: bool = False,
+    recoding: str = "local",
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
@@ -86,9 +87,12 @@ def release_lhd(
     ``progress``, if given, is called as ``progress(stage, count)`` after each long
     step: "rows read", "groups built" (classes), "rows written". ``dry_run``: plan
     and refuse as the release would, write nothing, return what it would return
-    (:func:`sqlanon.release.pipeline.preview_of`).
+    (:func:`sqlanon.release.pipeline.preview_of`). ``recoding``: ``'local'`` (each class
+    at the lowest levels its members share) or ``'global'`` (one level per
+    quasi-identifier for the whole release, :mod:`sqlanon.models.lhd_global`).
     """
     sensitive = _check_lhd_parameters(l, algorithm, max_suppression, sensitive)
+    _check_recoding(recoding, algorithm)
     if not isinstance(key, str):
         raise ConfigError("key must name one column")
     family = sqltext.check_family(family)
@@ -101,7 +105,7 @@ def release_lhd(
         session.lock_family(family)
         job = _job(
             session, source, family, key, quasi, sensitive, int(l), algorithm,
-            float(max_suppression), progress, domain_name, dry_run,
+            float(max_suppression), progress, domain_name, dry_run, recoding,
         )  # fmt: skip
         return pipeline.release(session, job, lhd_engine.release, lhd_rows.STEPS)
 
@@ -121,6 +125,7 @@ def _job(
     progress: Callable[[str, int], None] | None,
     domain_name: str | None,
     dry_run: bool,
+    recoding: str,
 ) -> LhdJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -147,6 +152,7 @@ def _job(
         "l": l,
         "algorithm": algorithm,
         "max_suppression": max_suppression,
+        "recoding": recoding,
         "domain_attributes": scope.attributes,
         **release_schema(session, family, last),
     }
@@ -174,6 +180,7 @@ def _job(
         version=version, table=table, parameters=parameters, source_rows=source_rows,
         progress=progress, sensitive=sensitive, checked=checked, l=l, algorithm=algorithm,
         max_suppression=max_suppression, read_sql=read_sql, dry_run=dry_run,
+        recoding=recoding,
     )  # fmt: skip
 
 
@@ -200,6 +207,19 @@ def _check_lhd_parameters(
     if len(set(names)) != len(names) or not all(isinstance(s, str) and s for s in names):
         raise ConfigError(f"sensitive must list distinct column names, got {names}")
     return names
+
+
+def _check_recoding(recoding: object, algorithm: object) -> None:
+    if recoding not in RECODINGS:
+        raise ConfigError(
+            "recoding must be 'local' (each class at its own levels) or 'global' (one "
+            f"level per quasi-identifier for the whole release), got {recoding!r}"
+        )
+    if recoding == "global" and algorithm != "auto":
+        raise ConfigError(
+            f"algorithm {algorithm!r} plans local recoding; recoding 'global' searches the "
+            "levels itself: leave algorithm 'auto'"
+        )
 
 
 def _refuse_nan(session: Session, src: Source, quasi: Sequence[str]) -> None:

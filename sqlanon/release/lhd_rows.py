@@ -72,6 +72,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 over_budget="least",
                 changed=changed[idx],
                 whole=whole[idx],
+                recoding=job.recoding,
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id

@@ -36,6 +36,7 @@ PUBLIC_PARAMETERS = (
     "l",
     "algorithm",
     "max_suppression",
+    "recoding",
 )
 #: Keys of ``metrics`` an export keeps: what the rewriter reads (README "Changing tables").
 PUBLIC_METRICS = ("ghosts", "null_quasi")
