@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,17 +25,30 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 IMAGES = re.compile(r'<img id="(\w+)"[^>]*?src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, progress: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SQLANON_PROGRESS": "1" if progress else "0"}
     return subprocess.run(
-        [sys.executable, "-m", "sqlanon.cli", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "sqlanon.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
+# A progress line without its timing: "sqlanon: rows read: 80 in 0.12 s (667/s)".
+TIMING = re.compile(r" in [0-9]+\.[0-9]{2} s \(([0-9,]+( rows)?/s|-)\)$")
+
+
 def released(*args: str) -> tuple[dict, list[str]]:
-    """Run a release command; its JSON summary and its progress lines (stderr)."""
-    done = cli(*args)
+    """Run a release command with its progress shown (stderr is a pipe here:
+    SQLANON_PROGRESS=1); its JSON summary and its stderr lines, timings cut off."""
+    done = cli(*args, progress=True)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), done.stderr.splitlines()
+    lines = done.stderr.splitlines()
+    for line in lines[:3]:
+        assert TIMING.search(line), line
+    return json.loads(done.stdout), [TIMING.sub("", line) for line in lines]
 
 
 @pytest.fixture(scope="module")

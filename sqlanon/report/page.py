@@ -305,7 +305,7 @@ def _figure_class() -> Any:
     except ImportError as exc:
         raise ConfigError(
             "sqlanon report draws its charts with matplotlib, which is not installed; "
-            "install it with: pip install matplotlib (or pip install 'sqlanon[dev]')"
+            "pip install 'sqlanon[report]'"
         ) from exc
     return Figure
 
