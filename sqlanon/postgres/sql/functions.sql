@@ -327,7 +327,7 @@ RETURNS TABLE (table_name text, quasi text, value text, level integer, label tex
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 WITH q AS (
     SELECT r.table_name, c.quasi,
-           pg_catalog.coalesce(r.parameters ->> 'dataset',
+           COALESCE(r.parameters ->> 'dataset',  -- (syntax, not a function)
                pg_catalog.regexp_replace(r.parameters ->> 'source', '^.*[.]', '')) AS dataset
     FROM sqlanon.releases AS r
     CROSS JOIN LATERAL pg_catalog.jsonb_array_elements_text(
