@@ -102,9 +102,7 @@ def test_a_view_releases_with_the_hierarchies_of_its_dataset_on_postgres(
 ) -> None:
     install_postgres(pg_db, python_root=pg_python_root)
     with psycopg.connect(pg_db, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE adult (id integer, age integer, sex text, capital_loss integer)"
-        )
+        conn.execute("CREATE TABLE adult (id integer, age integer, sex text, capital_loss integer)")
         conn.execute(
             "INSERT INTO adult SELECT i, 20 + mod(i * 7, 50), CASE mod(i, 3) WHEN 0 THEN "
             "'Female' ELSE 'Male' END, mod(i * 37, 60) * 10 FROM generate_series(1, 300) i"
