@@ -164,17 +164,22 @@ def check_renders(report_file: Path, work: Path, expected_images: int) -> None:
         report_file.read_text(encoding="utf-8").replace(
             "</body>",
             "<script>window.addEventListener('load', () => { document.title = "
-            "'widths:' + [...document.images].map(i => i.naturalWidth).join(','); });"
+            "'widths:' + [...document.images].map(i => i.naturalWidth).join(',') + "
+            "';page:' + document.documentElement.scrollWidth; });"
             "</script></body>",
         ),
         encoding="utf-8",
     )
-    dom = headless(probe, work, "--virtual-time-budget=10000", "--dump-dom")
+    dom = headless(
+        probe, work, "--virtual-time-budget=10000", "--window-size=1200,2000", "--dump-dom"
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
-    title = re.search(r"<title>widths:([0-9,]*)</title>", dom.stdout)
+    title = re.search(r"<title>widths:([0-9,]*);page:([0-9]+)</title>", dom.stdout)
     assert title, dom.stdout[:2000]
     widths = [int(w) for w in title.group(1).split(",") if w]
     assert len(widths) == expected_images and all(w > 0 for w in widths), widths
+    # the page fits a 1,200 px window: a wide versions table scrolls inside its box
+    assert int(title.group(2)) <= 1200, f"the page is {title.group(2)} px wide"
 
     shot = work / "shot.png"
     done = headless(report_file, work, f"--screenshot={shot}", "--window-size=1200,2000")
@@ -212,6 +217,7 @@ def test_ke_report(db: dict, tmp_path: Path) -> None:
     charts = images(page)
     assert sorted(charts) == ["spread", "widths"]
     assert "<script" not in page and "http" not in page  # self-contained, nothing fetched
+    assert 'id="widths-caption"' in page and "relative\nwidth is the interval" in page
     check_renders(out, tmp_path / "chromium", 2)
 
 
@@ -230,6 +236,7 @@ def test_lhd_report(db: dict, tmp_path: Path) -> None:
     # is charted
     assert all(r[-2] == "30/30" for r in rows) and "Not available:" not in page
     assert sorted(images(page)) == ["spread", "widths"]
+    assert 'id="widths-caption"' in page and "relative\nwidth is the interval" in page
     check_renders(out, tmp_path / "chromium", 2)
 
 
@@ -319,7 +326,7 @@ def test_missing_matplotlib_is_a_clear_error(
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     con = duckdb.connect(str(db["path"]))
     try:
-        with pytest.raises(ConfigError, match="pip install matplotlib"):
+        with pytest.raises(ConfigError, match=r"pip install 'sqlanon\[report\]'"):
             write_report(con, "people_ke", tmp_path / "x.html")
     finally:
         con.close()
