@@ -115,12 +115,16 @@ def release_ke(
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
     dry_run: bool = False,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family``; see
     :func:`sqlanon.release.ke_release.release_ke`
     (``progress(stage, count)`` is called as rows are read, grouped and written;
     ``domain`` names the people behind the source, README "Domains"; ``dry_run``: plan
-    and refuse as the release would, write nothing, return what it would return)."""
+    and refuse as the release would, write nothing, return what it would return;
+    ``dataset``: what the source is a copy, view or model of, default its table's name:
+    a new domain is named ``schema.dataset``, and lHD releases look their hierarchies up
+    under it)."""
     with _reported("release_ke"), session_for(con) as session:
         _require_writable(session, "release_ke")
         return ke_release.release_ke(
@@ -136,6 +140,7 @@ def release_ke(
             progress=_callers(progress),
             domain_name=domain,
             dry_run=dry_run,
+            dataset=dataset,
         )
 
 
@@ -154,11 +159,15 @@ def release_lhd(
     domain: str | None = None,
     dry_run: bool = False,
     recoding: str = "local",
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
-    :func:`sqlanon.release.lhd_release.release_lhd` (``progress``, ``dry_run`` as for
-    :func:`release_ke`; ``recoding='global'``: one generalization level per
-    quasi-identifier for the whole release, so every label of a column is of one level)."""
+    :func:`sqlanon.release.lhd_release.release_lhd` (``progress``, ``dry_run``,
+    ``dataset`` as for :func:`release_ke`: the hierarchies of the quasi-identifiers are
+    the ones loaded under ``dataset``, e.g. ``load_hierarchies(con, "adult", folder)``
+    then ``release_lhd(con, "adult_copy", ..., dataset="adult")``; ``recoding='global'``:
+    one generalization level per quasi-identifier for the whole release, so every label
+    of a column is of one level)."""
     with _reported("release_lhd"), session_for(con) as session:
         _require_writable(session, "release_lhd")
         return lhd_release.release_lhd(
@@ -175,6 +184,7 @@ def release_lhd(
             domain_name=domain,
             dry_run=dry_run,
             recoding=recoding,
+            dataset=dataset,
         )
 
 

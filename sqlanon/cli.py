@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from sqlanon.api import (
     audit,
     erase,
     export,
+    hierarchy_widths,
     interval,
     load_hierarchies,
     preview,
@@ -40,6 +42,7 @@ from sqlanon.postgres.extension import place_extension
 from sqlanon.postgres.install import install_postgres, install_python_dir
 from sqlanon.report.page import write_report
 from sqlanon.spark.attach import is_master_url, session_for_master
+from sqlanon.version import __version__
 
 
 @contextmanager
@@ -92,6 +95,26 @@ _READ_DB_HELP = (
     "master (local[2], spark://...)"
 )
 _DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
+_SOURCE_HELP = "the private table to publish (table or schema.table)"
+_FAMILY_HELP = "the release family: the name analysts query (its versions are <family>_v<n>)"
+_KEY_HELP = "the column that identifies a record (unique, never published)"
+_QUASI_HELP = (
+    "the columns published generalized, that analysts filter and group by "
+    "(quasi-identifiers); at least one"
+)
+_K_HELP = "(k,e): every published group holds at least k records"
+_E_HELP = "(k,e): and its sensitive values span at least e (max - min)"
+_POLICY_HELP = "how records of earlier groups are planned again (README, Policies)"
+_L_HELP = "lHD: every published class holds at least l distinct values of each sensitive column"
+_ALGORITHM_HELP = "lHD planner (auto picks by size)"
+_MAX_SUPPRESSION_HELP = (
+    "lHD: refuse the release if more than this share of the records would be left out"
+)
+_DATASET_HELP = (
+    "what the source is a copy, view or model of (default: its table's name): lHD looks "
+    "its hierarchies up under this name (load-hierarchies, hierarchy-widths), and a new "
+    "domain is named after it"
+)
 _DRY_RUN_HELP = "plan as the release would and print its summary; write nothing"
 _RECODING_HELP = (
     "local: each class at the lowest levels its members share; global: one level per "
@@ -99,9 +122,34 @@ _RECODING_HELP = (
 )
 
 
-def _progress(stage: str, count: int) -> None:
-    """Progress of a long release, one line on stderr (stdout keeps the JSON summary)."""
-    print(f"sqlanon: {stage}: {count:,}", file=sys.stderr, flush=True)
+class _Progress:
+    """Progress of a long release on stderr (stdout keeps the JSON summary): one line per
+    stage with its count, the time since the stage before and its rate. Only when stderr
+    is a terminal; ``SQLANON_PROGRESS=1`` shows it elsewhere too (a CI log),
+    ``SQLANON_PROGRESS=0`` never.
+
+    ``sqlanon: rows read: 2,119,000 in 3.2 s (662,188/s)``; planning is rated by the rows
+    it planned: ``sqlanon: groups built: 21,190 in 1.4 s (1,513,571 rows/s)``."""
+
+    def __init__(self) -> None:
+        wanted = os.environ.get("SQLANON_PROGRESS", "")
+        self.shown = wanted == "1" or (wanted != "0" and sys.stderr.isatty())
+        self.since = time.monotonic()
+        self.rows = 0
+
+    def __call__(self, stage: str, count: int) -> None:
+        now = time.monotonic()
+        elapsed, self.since = now - self.since, now
+        per = count
+        unit = "/s"
+        if stage == "rows read":
+            self.rows = count
+        elif stage == "groups built":
+            per, unit = self.rows, " rows/s"
+        if self.shown:
+            rate = f"{per / elapsed:,.0f}{unit}" if elapsed > 0 else "-"
+            line = f"sqlanon: {stage}: {count:,} in {elapsed:.2f} s ({rate})"
+            print(line, file=sys.stderr, flush=True)
 
 
 def change_line(family: str, summary: dict[str, Any]) -> str:
@@ -161,8 +209,9 @@ def _release_ke(args: argparse.Namespace) -> None:
             k=args.k,
             e=args.e,
             policy=args.policy,
-            progress=_progress,
+            progress=_Progress(),
             domain=args.domain,
+            dataset=args.dataset,
             dry_run=args.dry_run,
         )
     _print_release(args.family, summary)
@@ -180,8 +229,9 @@ def _release_lhd(args: argparse.Namespace) -> None:
             l=args.l,
             algorithm=args.algorithm,
             max_suppression=args.max_suppression,
-            progress=_progress,
+            progress=_Progress(),
             domain=args.domain,
+            dataset=args.dataset,
             dry_run=args.dry_run,
             recoding=args.recoding,
         )
@@ -218,7 +268,7 @@ def _preview(args: argparse.Namespace) -> None:
     sweep = _sweep(args.model, args.sweep)
     given = {n: getattr(args, n) for n in _PREVIEW_PARAMETERS[args.model]}
     params = {n: v for n, v in given.items() if v is not None and n not in sweep}
-    params.update(key=args.key, quasi=args.quasi, domain=args.domain)
+    params.update(key=args.key, quasi=args.quasi, domain=args.domain, dataset=args.dataset)
     if args.model == "ke":
         if len(args.sensitive) != 1:
             raise ConfigError("a (k,e) release takes one --sensitive column")
@@ -246,6 +296,11 @@ def _erase(args: argparse.Namespace) -> None:
 def _load_hierarchies(args: argparse.Namespace) -> None:
     with connect(args.db) as con:
         print(json.dumps(load_hierarchies(con, args.dataset, args.folder), indent=2))
+
+
+def _hierarchy_widths(args: argparse.Namespace) -> None:
+    with connect(args.db) as con:
+        print(json.dumps(hierarchy_widths(con, args.dataset, args.attribute, args.widths)))
 
 
 def _audit(args: argparse.Namespace) -> None:
@@ -287,8 +342,13 @@ def _install(args: argparse.Namespace) -> None:
 
 
 def _install_postgres(args: argparse.Namespace) -> None:
-    if args.server_side == (args.url is not None):
-        raise ConfigError("give either a postgresql:// URL or --server-side, not both")
+    if args.server_side and args.url is not None:
+        raise ConfigError("give a postgresql:// URL or --server-side, not both")
+    if not args.server_side and args.url is None:
+        raise ConfigError(
+            "give a postgresql:// URL (install into that database, as a superuser) or "
+            "--server-side (on the server machine: build what its PL/Python imports)"
+        )
     if args.server_side:
         built = install_python_dir(args.python_root, python_version=args.python_version)
         print(f"sqlanon for the server's PL/Python is in {built}")
@@ -317,6 +377,7 @@ def _demo(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     description = __doc__.splitlines()[0] if __doc__ else "sqlanon"
     parser = argparse.ArgumentParser(prog="sqlanon", description=description.replace("``", ""))
+    parser.add_argument("--version", action="version", version=f"sqlanon {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_setup_commands(commands)
     _add_release_commands(commands)
@@ -328,8 +389,8 @@ def _add_setup_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     """``demo``, ``install`` and ``install-postgres``."""
     demo = commands.add_parser("demo", help="replay the seeds' Adult experiment and print it")
     demo.add_argument("--db", default="sqlanon_demo.duckdb", help="DuckDB file to (re)create")
-    demo.add_argument("--k", type=int, default=5)
-    demo.add_argument("--e", type=float, default=20)
+    demo.add_argument("--k", type=int, default=5, help=_K_HELP + " (default 5)")
+    demo.add_argument("--e", type=float, default=20, help=_E_HELP + " (default 20)")
     demo.set_defaults(run=_demo)
 
     install = commands.add_parser("install", help="apply migrations (DuckDB file or Postgres URL)")
@@ -374,41 +435,36 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
     """The commands that write a family's or a domain's state: ``release-ke``,
     ``release-lhd``, ``erase`` and ``load-hierarchies``."""
     ke = commands.add_parser("release-ke", help="publish the next (k,e) version of a family")
-    ke.add_argument("--db", required=True, help=_DB_HELP)
-    ke.add_argument("source")
-    ke.add_argument("family")
-    ke.add_argument("--key", required=True)
-    ke.add_argument("--sensitive", required=True)
-    ke.add_argument("--quasi", nargs="+", default=[])
-    ke.add_argument("--k", type=int, required=True)
-    ke.add_argument("--e", type=float, required=True)
-    ke.add_argument("--policy", default="auto", choices=["auto", "merge", "defer", "paper"])
+    _add_release_arguments(ke)
     ke.add_argument(
-        "--domain",
-        default=None,
-        help=_DOMAIN_HELP,
+        "--sensitive", required=True, help="the column published as [min, max] per group"
     )
+    ke.add_argument("--k", type=int, required=True, help=_K_HELP)
+    ke.add_argument("--e", type=float, required=True, help=_E_HELP)
+    ke.add_argument(
+        "--policy", default="auto", choices=["auto", "merge", "defer", "paper"], help=_POLICY_HELP
+    )
+    ke.add_argument("--domain", default=None, help=_DOMAIN_HELP)
     ke.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     ke.set_defaults(run=_release_ke)
 
     lhd = commands.add_parser("release-lhd", help="publish the next lHD-diverse version")
-    lhd.add_argument("--db", required=True, help=_DB_HELP)
-    lhd.add_argument("source")
-    lhd.add_argument("family")
-    lhd.add_argument("--key", required=True)
-    lhd.add_argument("--quasi", nargs="+", required=True)
-    lhd.add_argument("--sensitive", nargs="+", required=True)
-    lhd.add_argument("--l", type=int, required=True)
+    _add_release_arguments(lhd)
     lhd.add_argument(
-        "--algorithm", default="auto", choices=["auto", "greedy", "scalable", "refine"]
+        "--sensitive", nargs="+", required=True, help="the columns published exactly, l-diverse"
     )
-    lhd.add_argument("--max-suppression", type=float, default=0.05)
+    lhd.add_argument("--l", type=int, required=True, help=_L_HELP)
     lhd.add_argument(
-        "--domain",
-        default=None,
-        help=_DOMAIN_HELP,
+        "--algorithm",
+        default="auto",
+        choices=["auto", "greedy", "scalable", "refine"],
+        help=_ALGORITHM_HELP,
     )
     lhd.add_argument("--recoding", default="local", choices=RECODINGS, help=_RECODING_HELP)
+    lhd.add_argument(
+        "--max-suppression", type=float, default=0.05, help=_MAX_SUPPRESSION_HELP + " (0.05)"
+    )
+    lhd.add_argument("--domain", default=None, help=_DOMAIN_HELP)
     lhd.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     lhd.set_defaults(run=_release_lhd)
     _add_preview_command(commands)
@@ -426,11 +482,41 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
         "load-hierarchies", help="store ARX hierarchy CSVs <dataset>_hierarchy_<attr>.csv"
     )
     hier.add_argument("--db", required=True, help=_DB_HELP)
-    hier.add_argument("dataset", help="the source table's name")
+    hier.add_argument(
+        "dataset",
+        help="the name the files start with: the source table's, or any name a release "
+        "gives as --hierarchies",
+    )
     hier.add_argument(
         "folder", nargs="?", help="folder of the CSVs (default: the bundled ones, for adult)"
     )
     hier.set_defaults(run=_load_hierarchies)
+
+    widths = commands.add_parser(
+        "hierarchy-widths",
+        help="store a numeric hierarchy for one column: intervals of each width, then *",
+    )
+    widths.add_argument("--db", required=True, help=_DB_HELP)
+    widths.add_argument("dataset", help="as for load-hierarchies")
+    widths.add_argument("attribute", help="the numeric column")
+    widths.add_argument(
+        "widths",
+        nargs="+",
+        type=float,
+        help="interval widths, each a multiple of the one before (e.g. 5 10 20)",
+    )
+    widths.set_defaults(run=_hierarchy_widths)
+
+
+def _add_release_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every release command takes: ``--db``, the source, the family, ``--key``
+    and ``--quasi``."""
+    parser.add_argument("--db", required=True, help=_DB_HELP)
+    parser.add_argument("source", help=_SOURCE_HELP)
+    parser.add_argument("family", help=_FAMILY_HELP)
+    parser.add_argument("--key", required=True, help=_KEY_HELP)
+    parser.add_argument("--quasi", nargs="+", required=True, help=_QUASI_HELP)
+    parser.add_argument("--dataset", default=None, help=_DATASET_HELP)
 
 
 def _add_preview_command(
@@ -442,13 +528,11 @@ def _add_preview_command(
         help="dry-run the next version of a family for each setting of a sweep "
         "(--sweep k=3,5,10) and print one row per setting; writes nothing",
     )
-    pre.add_argument("model", choices=["ke", "lhd"])
-    pre.add_argument("--db", required=True, help=_DB_HELP)
-    pre.add_argument("source")
-    pre.add_argument("family")
-    pre.add_argument("--key", required=True)
-    pre.add_argument("--sensitive", nargs="+", required=True)
-    pre.add_argument("--quasi", nargs="+", default=[])
+    pre.add_argument("model", choices=["ke", "lhd"], help="ke: (k,e); lhd: l-diversity")
+    _add_release_arguments(pre)
+    pre.add_argument(
+        "--sensitive", nargs="+", required=True, help="the sensitive column(s) (ke: one)"
+    )
     pre.add_argument(
         "--sweep",
         action="append",
@@ -457,12 +541,19 @@ def _add_preview_command(
         "recoding); "
         "repeat it to cross settings",
     )
-    pre.add_argument("--k", type=int, default=None)
-    pre.add_argument("--e", type=float, default=None)
-    pre.add_argument("--policy", default=None, choices=["auto", "merge", "defer", "paper"])
-    pre.add_argument("--l", type=int, default=None)
-    pre.add_argument("--algorithm", default=None, choices=["auto", "greedy", "scalable", "refine"])
-    pre.add_argument("--max-suppression", type=float, default=None)
+    pre.add_argument("--k", type=int, default=None, help=_K_HELP)
+    pre.add_argument("--e", type=float, default=None, help=_E_HELP)
+    pre.add_argument(
+        "--policy", default=None, choices=["auto", "merge", "defer", "paper"], help=_POLICY_HELP
+    )
+    pre.add_argument("--l", type=int, default=None, help=_L_HELP)
+    pre.add_argument(
+        "--algorithm",
+        default=None,
+        choices=["auto", "greedy", "scalable", "refine"],
+        help=_ALGORITHM_HELP,
+    )
+    pre.add_argument("--max-suppression", type=float, default=None, help=_MAX_SUPPRESSION_HELP)
     pre.add_argument("--recoding", default=None, choices=RECODINGS, help=_RECODING_HELP)
     pre.add_argument("--domain", default=None, help=_DOMAIN_HELP)
     pre.set_defaults(run=_preview)
@@ -473,7 +564,7 @@ def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     ``report``."""
     query = commands.add_parser("query", help="answer an aggregate query with hard intervals")
     query.add_argument("--db", required=True, help=_READ_DB_HELP)
-    query.add_argument("sql")
+    query.add_argument("sql", help="an aggregate query over release families")
     query.add_argument("--explain", action="store_true", help="print the rewritten SQL only")
     query.add_argument("--dialect", default="duckdb", help="with --explain: target SQL dialect")
     query.set_defaults(run=_query)
@@ -482,17 +573,19 @@ def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "audit", help="replay an attacker over every release of the family's domain"
     )
     audit.add_argument("--db", required=True, help=_READ_DB_HELP)
-    audit.add_argument("family")
+    audit.add_argument("family", help="a release family (its whole domain is audited)")
     audit.add_argument(
         "--records", action="store_true", help="print JSON with the exposed keys (owner only)"
     )
     audit.set_defaults(run=_audit)
 
     report = commands.add_parser(
-        "report", help="write a self-contained HTML report of a family's versions"
+        "report",
+        help="write a self-contained HTML report of a family's versions "
+        "(needs matplotlib: pip install 'sqlanon[report]')",
     )
     report.add_argument("--db", required=True, help=_READ_DB_HELP)
-    report.add_argument("family")
+    report.add_argument("family", help="the release family")
     report.add_argument("--out", default=None, help="HTML file (default <family>_report.html)")
     report.set_defaults(run=_report)
 
@@ -502,7 +595,12 @@ def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     export_.add_argument("--db", required=True, help=_READ_DB_HELP)
     export_.add_argument("name", help="a family, or a domain (every family of it)")
     export_.add_argument("path", help="a new file (or folder), or an earlier export to add to")
-    export_.add_argument("--format", choices=["duckdb", "parquet"], default="duckdb")
+    export_.add_argument(
+        "--format",
+        choices=["duckdb", "parquet"],
+        default="duckdb",
+        help="a DuckDB file, or a folder of Parquet files (default duckdb)",
+    )
     export_.set_defaults(run=_export)
 
 

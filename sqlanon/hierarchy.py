@@ -10,7 +10,9 @@ one ancestor" is well defined. That is what local recoding publishes.
 Two sources:
 
 - ARX's CSV format (``Hierarchy.from_arx_csv``): one row per raw value, ``;``-separated,
-  no header, column i = label at level i, last column ``*``;
+  no header, column i = label at level i, last column one label for every row (ARX
+  writes ``*``; another, such as ``Any``, is read as ``*``, which is what a release
+  publishes for it);
 - numeric widths (``Hierarchy.from_widths``): ``[20, 25)``, ``[20, 30)``, ``[20, 40)``, ``*``.
 
 Raw values are compared as text; :func:`value_key` turns data values into that text
@@ -163,6 +165,7 @@ class Hierarchy:
         table: dict[str, tuple[str, ...]] = {}
         parents: list[dict[str, tuple[tuple[str, ...], int]]] = []
         depth = None
+        top = None
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -176,8 +179,21 @@ class Hierarchy:
                     f"{where}: has {len(row)} columns, row 1 has {depth}; "
                     "every row needs one column per level"
                 )
-            if depth < 2 or row[-1] != TOP:
-                raise ConfigError(f'{where}: the last column must be "*"')
+            if depth < 2:
+                raise ConfigError(f"{where}: needs at least 2 columns (value and top level)")
+            if top is None:
+                top = row[-1]
+            if row[-1] != top:
+                raise ConfigError(
+                    f'{where}: the last column is "{row[-1]}" here but "{top}" in row 1; '
+                    "the top level must be one label for every value"
+                )
+            if top != TOP and TOP in row[:-1]:
+                raise ConfigError(
+                    f'{where}: "*" is a label below the top level "{top}"; "*" stands for '
+                    "the top level, rename that label"
+                )
+            row = (*row[:-1], TOP)
             if row[0] in table and table[row[0]] != row:
                 raise ConfigError(f'{where}: value "{row[0]}" is listed twice with other labels')
             table[row[0]] = row
@@ -284,7 +300,8 @@ def check_dataset(dataset: object) -> str:
     such as ``*``, a path such as ``../x`` or ``a/b``, a dot) is refused."""
     if not isinstance(dataset, str) or not _PLAIN.fullmatch(dataset):
         raise ConfigError(
-            f"dataset must be the source table's name: letters, digits, _ and - only "
+            f"dataset must be a plain name (by default the source table's): letters, "
+            "digits, _ and - only "
             f"(it names the files <dataset>_hierarchy_<attribute>.csv), got {dataset!r}"
         )
     return dataset

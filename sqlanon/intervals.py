@@ -17,7 +17,7 @@ from sqlanon.rewriter.limits import QueryLimits
 from sqlanon.rewriter.release_info import label_domain, null_quasi
 from sqlanon.session import Session
 from sqlanon.state.catalog import query_limits
-from sqlanon.state.hierarchies import attribute_name
+from sqlanon.state.hierarchies import attribute_name, dataset_of
 from sqlanon.state.source import current_schema, relation, relation_exists
 
 
@@ -111,7 +111,7 @@ def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list
     """``(table_name, quasi column, value, level, label)`` for every ARX hierarchy row of
     every lHD release's quasi column, read from ``sqlanon.hierarchies`` (DuckDB; on
     PostgreSQL ``sqlanon.release_hierarchies()`` gives the same rows): the dataset is
-    the release source's table name, attributes match columns as in
+    the release's (:func:`sqlanon.state.hierarchies.dataset_of`), attributes match columns as in
     :func:`sqlanon.state.hierarchies.attribute_name`."""
     by_attribute: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     for dataset, attribute, value, level, label in session.query(
@@ -123,7 +123,7 @@ def _lhd_hierarchy_rows(session: Session, rows: Sequence[Sequence[Any]]) -> list
     for _family, _version, table, model, parameters, *_metrics in rows:
         if model != "lhd":
             continue
-        dataset = str(json.loads(parameters).get("source", "")).rsplit(".", 1)[-1]
+        dataset = dataset_of(json.loads(parameters))
         for column in _quasi_columns(parameters):
             for value, level, label in by_attribute.get((dataset, attribute_name(column)), []):
                 found.append((table, column, value, level, label))

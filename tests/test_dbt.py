@@ -26,6 +26,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from sqlanon.api import install as sqlanon_install
+from sqlanon.api import load_hierarchies as sqlanon_load_hierarchies
 from sqlanon.duckdb.dbt import Plugin, package_dir
 from sqlanon.postgres.install import install_postgres
 
@@ -328,3 +330,60 @@ def test_dbt_publishes_only_what_changed_on_postgres(
 ) -> None:
     install_postgres(pg_db, python_root=pg_python_root)
     _publish_with_changes(Postgres(pg_db), _project(tmp_path))
+
+
+LHD_MODEL = (
+    "{{ config(materialized='sqlanon_release', model='lhd', key='id', "
+    "sensitive=['capital_loss'], quasi=['age', 'sex'], l=2) }}\n"
+    "select * from {{ ref('stg_adult') }}\n"
+)
+
+
+def test_models_follow_their_source_and_install_from_packages_yml(tmp_path: Path) -> None:
+    """An lHD model over ``stg_adult`` (a view of the source ``adult``) finds the
+    hierarchies loaded for ``adult`` and, like the (k,e) model, lands in the domain
+    ``main.adult``, not one named after the view ``<model>__source``. The package is
+    installed by ``dbt deps`` from the documented ``packages.yml`` entry."""
+    project = _project(tmp_path)
+    shutil.rmtree(project / "dbt_packages")
+    (project / "packages.yml").write_text(
+        "packages:\n  - local: \"{{ env_var('SQLANON_DBT_PACKAGE') }}\"\n"
+    )
+    for name in BAD_MODELS:
+        (project / "models" / f"{name}.sql").unlink()
+    (project / "models" / "adult_lhd.sql").write_text(LHD_MODEL)
+    db = DuckDB(tmp_path / "clinic.duckdb")
+    con = duckdb.connect(str(db.path))
+    sqlanon_install(con)
+    sqlanon_load_hierarchies(con, "adult")  # the bundled ARX hierarchies of Adult
+    con.close()
+    where = subprocess.run(
+        [sys.executable, "-m", "sqlanon.duckdb.dbt"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    settings = {**db.settings, "SQLANON_DBT_PACKAGE": where}
+    deps = subprocess.run(
+        [str(Path(sys.executable).with_name("dbt")), "--no-use-colors", "deps"],
+        cwd=project,
+        env={**os.environ, **settings, "DBT_PROFILES_DIR": str(project), "DO_NOT_TRACK": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert deps.returncode == 0, deps.stdout + deps.stderr
+    assert (project / "dbt_packages" / "sqlanon" / "dbt_project.yml").is_file()
+
+    code, results, _ = _dbt(
+        project, settings, "run", "--select", "stg_adult", "adult_lhd", "adult_ke"
+    )
+    assert code == 0, {name: r["message"] for name, r in results.items()}
+    rows = db.rows(
+        "SELECT family, domain, source, CAST(parameters AS VARCHAR) FROM sqlanon.releases "
+        "ORDER BY family"
+    )
+    assert [r[:3] for r in rows] == [
+        ("adult_ke", "main.adult", "main.adult_ke__source"),
+        ("adult_lhd", "main.adult", "main.adult_lhd__source"),
+    ]
+    assert {json.loads(r[3])["dataset"] for r in rows} == {"adult"}
+    labels = {r[0] for r in db.rows("SELECT DISTINCT sex FROM adult_lhd")}
+    assert labels <= {"Male", "Female", "*"}

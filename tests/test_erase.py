@@ -288,3 +288,32 @@ def test_old_version_tables_may_be_dropped(people: duckdb.DuckDBPyConnection) ->
         (row,) = sqlanon.interval(people, f"SELECT COUNT(*) FROM {family}")  # noqa: S608
         published = people.execute(f"SELECT count(*) FROM {family}").fetchone()[0]  # noqa: S608
         assert row["count_star_low"] == row["count_star_high"] == published
+
+
+@pytest.mark.parametrize("erased_first", [False, True])
+def test_an_infeasible_k_counts_the_sources_records_apart_from_ghosts(
+    tmp_path: Path, erased_first: bool
+) -> None:
+    """Issue 28: "2161 were published by earlier releases" of a 2,119-row source. The
+    refusal counts the source's records published before, of how many, and the ghosts
+    (deleted records, which the planner also places) apart."""
+    from sqlanon.errors import InfeasibleError
+    from tests.test_release_duckdb import make_people
+
+    con = duckdb.connect(str(tmp_path / "history.duckdb"))
+    sqlanon.install(con)
+    make_people(con, 60)
+    args = {"key": "id", "sensitive": "salary", "quasi": ["age", "sex"], "e": 10}
+    assert sqlanon.release_ke(con, "people", "people_ke", k=3, **args)["rows_published"] == 60
+    con.execute("DELETE FROM people WHERE id IN (SELECT id FROM people ORDER BY id LIMIT 9)")
+    if erased_first:
+        sqlanon.erase(con, "people")
+    (live,) = con.execute("SELECT count(*) FROM people").fetchone()
+    assert live == 51
+    with pytest.raises(InfeasibleError) as refused:
+        sqlanon.release_ke(con, "people", "people_k50", k=50, **args)
+    assert (
+        "51 of its 51 records were published by earlier releases of domain 'main.people' "
+        "(and 9 deleted or changed ones, now ghosts)" in str(refused.value)
+    )
+    con.close()

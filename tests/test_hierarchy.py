@@ -88,9 +88,17 @@ def test_inconsistent_depth_names_the_row() -> None:
         Hierarchy.from_arx_csv("x", "a;*\nb;B;*\n")
 
 
-def test_last_column_must_be_star() -> None:
-    with pytest.raises(ConfigError, match=r"row 2 .*last column must be"):
+def test_the_top_level_is_one_label_for_every_value() -> None:
+    with pytest.raises(ConfigError, match=r'row 2 .*last column is "top" here but "\*" in row 1'):
         Hierarchy.from_arx_csv("x", "a;A;*\nb;B;top\n")
+
+
+def test_a_top_level_other_than_star_is_read_as_star() -> None:
+    """ARX accepts any single top value (``Any``); sqlanon publishes it as ``*``."""
+    h = Hierarchy.from_arx_csv("x", "a;A;Any\nb;B;Any\n")
+    assert h.table == {"a": ("a", "A", "*"), "b": ("b", "B", "*")} and h.height == 2
+    with pytest.raises(ConfigError, match=r'"\*" is a label below the top level "Any"'):
+        Hierarchy.from_arx_csv("x", "a;*;Any\nb;B;Any\n")
 
 
 def test_label_with_two_parents_names_both_rows() -> None:

@@ -55,10 +55,7 @@ def test_install_release_audit_and_query_by_url(
     ]  # fmt: skip
     code, out, err = run(capsys, *release)
     assert code == 0 and json.loads(out)["version"] == 1
-    assert err.splitlines() == [  # progress lines, then what changed
-        "sqlanon: rows read: 80",
-        f"sqlanon: groups built: {json.loads(out)['groups']}",
-        "sqlanon: rows written: 80",
+    assert err.splitlines() == [  # what changed (no progress lines: stderr is no terminal)
         "sqlanon: people_ke version 1 published: 80 inserted, 0 deleted, 0 quasi changed, "
         "0 value changed, 0 ghosts; 0 left out (0 held back, 0 suppressed; 0 of them by the "
         "chain rule)",
@@ -90,4 +87,6 @@ def test_install_release_audit_and_query_by_url(
     code, _, err = run(capsys, *release[:-1], "-1")
     assert code == 2 and err.startswith("sqlanon: e must be a finite number >= 0")
     code, _, err = run(capsys, "install-postgres")
-    assert code == 2 and "either a postgresql:// URL or --server-side" in err
+    assert (
+        code == 2 and err.startswith("sqlanon: give a postgresql:// URL") and "--server-side" in err
+    )

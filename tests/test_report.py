@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,17 +25,30 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 IMAGES = re.compile(r'<img id="(\w+)"[^>]*?src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, progress: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SQLANON_PROGRESS": "1" if progress else "0"}
     return subprocess.run(
-        [sys.executable, "-m", "sqlanon.cli", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "sqlanon.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
+# A progress line without its timing: "sqlanon: rows read: 80 in 0.12 s (667/s)".
+TIMING = re.compile(r" in [0-9]+\.[0-9]{2} s \(([0-9,]+( rows)?/s|-)\)$")
+
+
 def released(*args: str) -> tuple[dict, list[str]]:
-    """Run a release command; its JSON summary and its progress lines (stderr)."""
-    done = cli(*args)
+    """Run a release command with its progress shown (stderr is a pipe here:
+    SQLANON_PROGRESS=1); its JSON summary and its stderr lines, timings cut off."""
+    done = cli(*args, progress=True)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), done.stderr.splitlines()
+    lines = done.stderr.splitlines()
+    for line in lines[:3]:
+        assert TIMING.search(line), line
+    return json.loads(done.stdout), [TIMING.sub("", line) for line in lines]
 
 
 @pytest.fixture(scope="module")
@@ -150,17 +164,22 @@ def check_renders(report_file: Path, work: Path, expected_images: int) -> None:
         report_file.read_text(encoding="utf-8").replace(
             "</body>",
             "<script>window.addEventListener('load', () => { document.title = "
-            "'widths:' + [...document.images].map(i => i.naturalWidth).join(','); });"
+            "'widths:' + [...document.images].map(i => i.naturalWidth).join(',') + "
+            "';page:' + document.documentElement.scrollWidth; });"
             "</script></body>",
         ),
         encoding="utf-8",
     )
-    dom = headless(probe, work, "--virtual-time-budget=10000", "--dump-dom")
+    dom = headless(
+        probe, work, "--virtual-time-budget=10000", "--window-size=1200,2000", "--dump-dom"
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
-    title = re.search(r"<title>widths:([0-9,]*)</title>", dom.stdout)
+    title = re.search(r"<title>widths:([0-9,]*);page:([0-9]+)</title>", dom.stdout)
     assert title, dom.stdout[:2000]
     widths = [int(w) for w in title.group(1).split(",") if w]
     assert len(widths) == expected_images and all(w > 0 for w in widths), widths
+    # the page fits a 1,200 px window: a wide versions table scrolls inside its box
+    assert int(title.group(2)) <= 1200, f"the page is {title.group(2)} px wide"
 
     shot = work / "shot.png"
     done = headless(report_file, work, f"--screenshot={shot}", "--window-size=1200,2000")
@@ -198,6 +217,7 @@ def test_ke_report(db: dict, tmp_path: Path) -> None:
     charts = images(page)
     assert sorted(charts) == ["spread", "widths"]
     assert "<script" not in page and "http" not in page  # self-contained, nothing fetched
+    assert 'id="widths-caption"' in page and "relative\nwidth is the interval" in page
     check_renders(out, tmp_path / "chromium", 2)
 
 
@@ -216,6 +236,7 @@ def test_lhd_report(db: dict, tmp_path: Path) -> None:
     # is charted
     assert all(r[-2] == "30/30" for r in rows) and "Not available:" not in page
     assert sorted(images(page)) == ["spread", "widths"]
+    assert 'id="widths-caption"' in page and "relative\nwidth is the interval" in page
     check_renders(out, tmp_path / "chromium", 2)
 
 
@@ -305,7 +326,7 @@ def test_missing_matplotlib_is_a_clear_error(
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     con = duckdb.connect(str(db["path"]))
     try:
-        with pytest.raises(ConfigError, match="pip install matplotlib"):
+        with pytest.raises(ConfigError, match=r"pip install 'sqlanon\[report\]'"):
             write_report(con, "people_ke", tmp_path / "x.html")
     finally:
         con.close()

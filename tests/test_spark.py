@@ -399,6 +399,32 @@ def test_a_new_application_on_the_same_warehouse_finds_the_releases(
         spark, "SELECT max(version) FROM sqlanon.releases WHERE family = 'people_ke'"
     )
     spark.stop()
+    # The CLI in a new application (another process) audits from the catalog: the source
+    # table is attached from the warehouse, and Spark's log and stage bars stay quiet.
+    folder = Path(warehouse.removeprefix("file:"))
+    conf = folder.parent / "conf"
+    conf.mkdir(exist_ok=True)
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.sql.warehouse.dir {warehouse}\nspark.sql.shuffle.partitions 1\n"
+    )
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "SQLANON_SPARK_VERBOSE"}
+    root = str(Path(__file__).resolve().parents[1])  # this checkout, whatever is installed
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "sqlanon.cli", "audit", "--db", "local[1]", "people_ke"],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**env, "SPARK_CONF_DIR": str(conf)}, cwd=folder.parent,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "people_ke" in done.stdout and "exposed" in done.stdout
+    # (the JVM's start-up lines come before any setting can apply; after them, nothing)
+    assert "[Stage" not in done.stderr, done.stderr[-3000:]
+    later = done.stderr.split('Setting Spark log level to "ERROR".', 1)
+    assert len(later) == 2 and not later[1].strip(), done.stderr[-3000:]
     again = (
         pyspark_sql.SparkSession.builder.master("local[1]")
         .config("spark.sql.warehouse.dir", warehouse)
@@ -410,6 +436,9 @@ def test_a_new_application_on_the_same_warehouse_finds_the_releases(
         assert not again.catalog.tableExists("sqlanon.releases")
         assert sqlanon.install(again) == []
         assert sorted(spark_rows(again, "SELECT * FROM people_ke")) == view
+        audited = sqlanon.audit(again, "people_ke")  # the source, attached again
+        assert [r["version"] for r in audited] == [1, 2]
+        assert all(r["exposed"] == 0 for r in audited)
         rows = sqlanon.interval(again, "SELECT SUM(loss) AS s FROM people_ke")
         assert rows[0]["s_low"] <= rows[0]["s_high"]
         versions = "SELECT family, version FROM sqlanon.releases WHERE family = 'people_ke'"

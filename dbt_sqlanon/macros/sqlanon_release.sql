@@ -15,11 +15,23 @@
   marked unchanged), so re-running or retrying a job never piles up versions; the view
   `<model>` keeps showing the latest one. `--full-refresh` fails the model before
   anything is written: published versions cannot be re-done.
+
+  The release's `dataset` (where an lHD model's hierarchies are looked up, and what a
+  new domain is named after) is the model's source, not the view `<model>__source`:
+  the table at the root of its single chain of `ref`/`source` (for
+  `select * from {{ ref('stg_adult') }}` over `{{ source('clinic', 'adult') }}`:
+  `adult`). Set `dataset='...'` when the model reads several relations.
 -#}
 
 {% materialization sqlanon_release, default %}
   {%- set kind = config.get('model', 'ke') -%}
   {%- set arguments = sqlanon.release_arguments(kind) -%}
+  {%- if config.get('dataset') is none -%}
+    {%- set root = sqlanon.root_dataset(model) -%}
+    {%- if root is not none -%}
+      {%- do arguments.append(('dataset', root)) -%}
+    {%- endif -%}
+  {%- endif -%}
   {%- set family = this.incorporate(type='view') -%}
   {%- set source = this.incorporate(path={'identifier': this.identifier ~ '__source'}, type='view') -%}
   {%- if should_full_refresh() -%}
@@ -71,9 +83,9 @@
 {#- The named arguments each model takes, in the order of sqlanon's SQL functions. -#}
 {% macro release_parameters() %}
   {{ return({
-      'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'domain'],
+      'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'domain', 'dataset'],
       'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'domain',
-              'recoding'],
+              'recoding', 'dataset'],
   }) }}
 {% endmacro %}
 
@@ -94,6 +106,29 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(arguments) }}
+{% endmacro %}
+
+
+{#- The identifier of the relation at the root of `node`'s chain of single parents
+    (models, seeds, snapshots, sources): the table the model is a view of. None when a
+    node on the way reads several relations, or none. -#}
+{% macro root_dataset(node) %}
+  {%- set current = namespace(node=node, name=none) -%}
+  {%- for _ in range(50) -%}
+    {%- set parents = current.node.get('depends_on', {}).get('nodes', []) | unique | list -%}
+    {%- if current.name is none or parents | length == 1 -%}
+      {%- if parents | length != 1 -%}
+        {{ return(none) }}
+      {%- endif -%}
+      {%- set parent = graph.nodes.get(parents[0]) or graph.sources.get(parents[0]) -%}
+      {%- if parent is none -%}
+        {{ return(none) }}
+      {%- endif -%}
+      {%- set current.node = parent -%}
+      {%- set current.name = parent.get('identifier') or parent.get('alias') or parent.get('name') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(current.name) }}
 {% endmacro %}
 
 

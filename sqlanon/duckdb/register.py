@@ -120,11 +120,12 @@ def _release_ke(
     policy: str,
     domain: str | None,
     dry_run: bool | None,
+    dataset: str | None,
 ) -> dict[str, Any]:
     with _session(owner, "release_ke") as s:
         return ke_release.release_ke(
             s, source, family, key=key, sensitive=sensitive, quasi=quasi, k=k, e=e,
-            policy=policy, domain_name=domain, dry_run=bool(dry_run),
+            policy=policy, domain_name=domain, dry_run=bool(dry_run), dataset=dataset,
         )  # fmt: skip
 
 
@@ -141,12 +142,14 @@ def _release_lhd(
     domain: str | None,
     dry_run: bool | None,
     recoding: str,
+    dataset: str | None,
 ) -> dict[str, Any]:
     with _session(owner, "release_lhd") as s:
         return lhd_release.release_lhd(
             s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
             algorithm=algorithm, max_suppression=ms, domain_name=domain, dry_run=bool(dry_run),
             recoding=recoding,
+            dataset=dataset,
         )  # fmt: skip
 
 
@@ -213,7 +216,19 @@ def _udf_table() -> list[_Udf]:
         _Udf(
             "_sqlanon_release_ke",
             _release_ke,
-            [VARCHAR, VARCHAR, VARCHAR, VARCHAR, texts, BIGINT, DOUBLE, VARCHAR, VARCHAR, BOOLEAN],
+            [
+                VARCHAR,
+                VARCHAR,
+                VARCHAR,
+                VARCHAR,
+                texts,
+                BIGINT,
+                DOUBLE,
+                VARCHAR,
+                VARCHAR,
+                BOOLEAN,
+                VARCHAR,
+            ],  # fmt: skip
             VARCHAR,
         ),
         _Udf(
@@ -231,7 +246,8 @@ def _udf_table() -> list[_Udf]:
                 VARCHAR,
                 BOOLEAN,
                 VARCHAR,
-            ],
+                VARCHAR,
+            ],  # fmt: skip
             VARCHAR,
         ),
         _Udf("_sqlanon_erase", _erase, [VARCHAR], VARCHAR),

@@ -130,6 +130,7 @@ def server_release_ke(
     policy: str,
     domain: str | None = None,
     dry_run: bool | None = False,
+    dataset: str | None = None,
 ) -> str:
     """``sqlanon.release_ke(...)``: the next (k,e) version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -146,6 +147,7 @@ def server_release_ke(
             policy=policy,
             domain_name=domain,
             dry_run=bool(dry_run),
+            dataset=dataset,
         )
     return _json(summary)
 
@@ -165,6 +167,7 @@ def server_release_lhd(
     domain: str | None = None,
     dry_run: bool | None = False,
     recoding: str = "local",
+    dataset: str | None = None,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -182,6 +185,7 @@ def server_release_lhd(
             domain_name=domain,
             dry_run=bool(dry_run),
             recoding=recoding,
+            dataset=dataset,
         )
     return _json(summary)
 

@@ -72,11 +72,12 @@ def open_domain(
     family_last: catalog.Release | None,
     requested: str | None,
     sensitive: Sequence[str],
+    dataset: str | None = None,
 ) -> DomainScope:
     """Decide the release's domain and serialize the domain's releases (each must see
     the one before: on PostgreSQL an advisory lock; DuckDB refuses the second to commit,
     ``sqlanon.releases`` holding one row per (domain, seq))."""
-    name = domains.resolve(session, src, key, family_last, requested)
+    name = domains.resolve(session, src, key, family_last, requested, dataset)
     session.lock_family(f"domain {name}")
     last = domains.latest(session, name)
     before = domains.require_columns(src, name, domains.attributes(last))

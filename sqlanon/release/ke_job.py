@@ -32,15 +32,20 @@ class KeJob(Job):
 
     model: ClassVar[str] = "ke"
 
-    def check_published(self, planned: Planned) -> None:
-        """(k,e) publishes no release without a live record."""
+    def check_published(self, planned: Planned, ghosts: int) -> None:
+        """(k,e) publishes no release without a live record. The refusal counts the
+        source's records: the domain's ghosts (every one published before) are planned
+        too, but are not in the source."""
         if planned.counts()["rows_published"]:
             return
         weight = np.ones(planned.group.size) if planned.weight is None else planned.weight
+        records = int(weight.sum()) - ghosts
+        before = int(weight[planned.prior.cell >= 0].sum()) - ghosts
+        deleted = f" (and {ghosts} deleted or changed ones, now ghosts)" if ghosts else ""
         raise InfeasibleError(
             f"no record of {self.src.label} can be published under k={self.k}, "
-            f"e={self.e:g} yet: {int(weight[planned.prior.cell >= 0].sum())} were published "
-            f"by earlier releases of domain {self.scope.name!r} in cells that cannot meet it, "
+            f"e={self.e:g} yet: {before} of its {records} records were published by earlier "
+            f"releases of domain {self.scope.name!r}{deleted} in cells that cannot meet it, "
             "and the others cannot form a valid group; lower k or e, or release when more "
             "rows have arrived"
         )

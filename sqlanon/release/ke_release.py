@@ -13,6 +13,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
+from sqlanon.hierarchy import check_dataset
 from sqlanon.release import ke_engine, ke_rows, pipeline
 from sqlanon.release.domain_scope import open_domain
 from sqlanon.release.ke_job import KeJob
@@ -45,6 +46,7 @@ def release_ke(
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
     dry_run: bool = False,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next (k,e)-anonymous version of ``family`` from ``source``.
 
@@ -72,6 +74,8 @@ def release_ke(
             "(a release without any would show only shuffled values and group ids)"
         )
     domain_name = domains.check_domain(domain_name)
+    if dataset is not None:
+        dataset = check_dataset(dataset)
     if policy == "paper" and session.dialect == "spark":
         raise ConfigError(
             "policy 'paper' (the seeds' rule, record by record, for reproducing their "
@@ -82,7 +86,7 @@ def release_ke(
         session.lock_family(family)
         job = _job(
             session, source, family, key, sensitive, quasi, k, e, policy, progress, domain_name,
-            dry_run,
+            dry_run, dataset,
         )  # fmt: skip
         return pipeline.release(session, job, ke_engine.release_ke, ke_rows.STEPS)
 
@@ -102,6 +106,7 @@ def _job(
     progress: Callable[[str, int], None] | None,
     domain_name: str | None,
     dry_run: bool,
+    dataset: str | None = None,
 ) -> KeJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -118,9 +123,12 @@ def _job(
     last = catalog.latest(session, family)
     if last is not None and last.model != "ke":
         raise ConfigError(f"family {family!r} is an {last.model} family, not (k,e)")
-    scope = open_domain(session, src, key, last, domain_name, [sensitive])
+    scope = open_domain(session, src, key, last, domain_name, [sensitive], dataset)
     parameters = {
         "source": src.label,
+        # what the source is (a copy, view or dbt model of): names a new domain and
+        # (lHD) the hierarchies its quasi-identifiers are looked up under
+        "dataset": src.table if dataset is None else dataset,
         "key": key,
         "sensitive": sensitive,
         "quasi": quasi,

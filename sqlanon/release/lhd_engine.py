@@ -142,7 +142,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
     units, n, weight = read.units, read.live, read.weight
     at = np.concatenate([np.arange(n), stand_ins(read.prior.cell, weight[:n], read.ghosts.count)])
     quasi = {c: units[c][at] for c in job.quasi}
-    hierarchies = read_hierarchies(session, job.src, job.quasi, units)
+    hierarchies = read_hierarchies(session, job.src, job.parameters["dataset"], job.quasi, units)
     entry, seg, seg_weight = _segments(weight)
     seg_prior = read.prior.select(entry)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
+from sqlanon.hierarchy import check_dataset
 from sqlanon.models.lhd_comparison import EarlierRelease
 from sqlanon.models.lhd_planner import ALGORITHMS, RECODINGS
 from sqlanon.release import lhd_engine, lhd_rows, pipeline
@@ -76,6 +77,7 @@ def release_lhd(
     domain_name: str | None = None,
     dry_run: bool = False,
     recoding: str = "local",
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
@@ -100,12 +102,14 @@ def release_lhd(
     if not quasi:
         raise ConfigError("quasi must list at least one column (each needs a hierarchy)")
     domain_name = domains.check_domain(domain_name)
+    if dataset is not None:
+        dataset = check_dataset(dataset)
 
     def body() -> dict[str, Any]:
         session.lock_family(family)
         job = _job(
             session, source, family, key, quasi, sensitive, int(l), algorithm,
-            float(max_suppression), progress, domain_name, dry_run, recoding,
+            float(max_suppression), progress, domain_name, dry_run, recoding, dataset,
         )  # fmt: skip
         return pipeline.release(session, job, lhd_engine.release, lhd_rows.STEPS)
 
@@ -126,6 +130,7 @@ def _job(
     domain_name: str | None,
     dry_run: bool,
     recoding: str,
+    dataset: str | None = None,
 ) -> LhdJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -140,12 +145,15 @@ def _job(
     last = catalog.latest(session, family)
     if last is not None and last.model != "lhd":
         raise ConfigError(f"family {family!r} is a {last.model} family, not lHD")
-    scope = open_domain(session, src, key, last, domain_name, sensitive)
+    scope = open_domain(session, src, key, last, domain_name, sensitive, dataset)
     # Attributes earlier releases constrain that this one does not publish: every
     # piece of an old cell must keep them, so they are read (never written).
     checked = [a for a in scope.before if a not in sensitive]
     parameters = {
         "source": src.label,
+        # what the source is (a copy, view or dbt model of): names a new domain and
+        # (lHD) the hierarchies its quasi-identifiers are looked up under
+        "dataset": src.table if dataset is None else dataset,
         "key": key,
         "quasi": quasi,
         "sensitive": sensitive,

@@ -50,7 +50,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
     if ghosts.count:
         at = stand_ins(read.prior.cell, np.ones(n, np.int64), ghosts.count)
         quasi = {c: np.concatenate([rows[c], rows[c][at]]) for c in job.quasi}
-    found = read_hierarchies(session, job.src, job.quasi, rows)
+    found = read_hierarchies(session, job.src, job.parameters["dataset"], job.quasi, rows)
     values, size = read.values, read.keys.size
     changed = np.zeros(size, dtype=bool)
     for chain in read.chains:

@@ -73,8 +73,9 @@ class Job:
         if self.progress is not None:
             self.progress(stage, count)
 
-    def check_published(self, planned: Planned) -> None:
-        """Refuse a plan the model would not publish (called once it is known to be new)."""
+    def check_published(self, planned: Planned, ghosts: int) -> None:
+        """Refuse a plan the model would not publish (called once it is known to be new);
+        ``ghosts``: how many of the planned records are the domain's ghosts."""
 
     def figures(self, written: Written) -> tuple[int, float | None, dict[str, Any]]:
         """The catalog row's groups, sum of errors and metrics."""
@@ -221,7 +222,7 @@ def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
         and not steps.newly_published(session, job, read, planned)
     ):
         return Written()
-    job.check_published(planned)
+    job.check_published(planned, ghosts.count)
     if job.dry_run:
         return Written(planned, changes.as_metrics())
     job.note("groups built", planned.groups)

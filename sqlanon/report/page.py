@@ -305,7 +305,7 @@ def _figure_class() -> Any:
     except ImportError as exc:
         raise ConfigError(
             "sqlanon report draws its charts with matplotlib, which is not installed; "
-            "install it with: pip install matplotlib (or pip install 'sqlanon[dev]')"
+            "pip install 'sqlanon[report]'"
         ) from exc
     return Figure
 
@@ -385,12 +385,22 @@ def _colours(n: int) -> list[Any]:
 
 # ------------------------------------------------------------------------------ HTML
 
+_WIDTHS_CAPTION = """<p class="caption" id="widths-caption">How to read it: the relative
+width is the interval's width over the size of the answer. 0 means the exact answer; 1
+means an interval as wide as the answer itself (an average of 100 known to lie within
+50 to 150); 100 means the interval is a hundred times wider than the answer, so the
+release says next to nothing about that query. Wide intervals are usual for lHD
+releases, whose generalized labels (up to <code>*</code>) may stand for many values,
+and for queries that select few records.</p>"""
+
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
 td { white-space: nowrap; }
-th { background: #f2f2f2; }
+th { background: #f2f2f2; white-space: normal; min-width: 4em; }
+.wide { max-width: 100%; overflow-x: auto; }
+.caption { color: #555; max-width: 60em; }
 img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
 code { background: #f6f6f6; padding: 0 0.2em; }
 .note { color: #a33; }
@@ -442,7 +452,7 @@ def _page(
     else:
         widths = (
             '<img id="widths" alt="relative interval width per version" '
-            f'src="data:image/png;base64,{width_png}">'
+            f'src="data:image/png;base64,{width_png}">\n' + _WIDTHS_CAPTION
         )
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -458,12 +468,14 @@ def _page(
 {len(versions)} version(s); the newest is <code>{e(versions[-1].table_name)}</code>.</p>
 {audit.note}
 <h2>Versions</h2>
+<div class="wide">
 <table id="versions">
 <thead><tr>{header}</tr></thead>
 <tbody>
 {body}
 </tbody>
 </table>
+</div>
 <p>"audit: exposed" counts the records an attacker holding every release of the domain
 up to that version (every family, both models) can pin down (<code>sqlanon audit</code>).</p>
 {waiting}

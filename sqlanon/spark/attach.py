@@ -3,6 +3,7 @@ application finds the catalog and releases an earlier one wrote)."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +42,10 @@ def session_for_master(master: str) -> Iterator[Any]:
     """A SparkSession on ``master`` with sqlanon installed (the CLI's ``--db``); stopped
     at the end unless it was running already. Spark's own configuration (warehouse,
     catalog) comes from the usual places (``spark-defaults.conf``, ``SPARK_CONF_DIR``);
-    the warehouse defaults to ``./spark-warehouse``."""
+    the warehouse defaults to ``./spark-warehouse``.
+
+    A new application logs only errors and draws no stage bars on stderr (the CLI's
+    own lines stay readable); ``SQLANON_SPARK_VERBOSE=1`` keeps Spark's defaults."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
@@ -50,7 +54,15 @@ def session_for_master(master: str) -> Iterator[Any]:
             "pip install 'sqlanon[spark]' (and Java 17)"
         ) from exc
     running = SparkSession.getActiveSession()
-    spark = SparkSession.builder.master(master).appName("sqlanon").getOrCreate()
+    builder = SparkSession.builder.master(master).appName("sqlanon")
+    verbose = os.environ.get("SQLANON_SPARK_VERBOSE") == "1"
+    if not verbose:
+        builder = builder.config("spark.ui.showConsoleProgress", "false").config(
+            "spark.log.level", "ERROR"
+        )
+    spark = builder.getOrCreate()
+    if not verbose and running is None:
+        spark.sparkContext.setLogLevel("ERROR")
     try:
         install(spark)
         yield spark
@@ -135,7 +147,10 @@ def attach(session: SparkSqlSession) -> list[str]:
 
 def attach_releases(session: SparkSqlSession) -> list[str]:
     """With the in-memory catalog, register again each release table of the current
-    database left by an earlier application, and each family's view of its newest."""
+    database left by an earlier application, each family's view of its newest, and
+    each release's source table found in its database's warehouse folder (the audit
+    reads the source's true values: ``sqlanon audit --db local[2] fam`` in a new
+    application works from the catalog alone)."""
     spark = session.spark
     if not _in_memory(spark):
         return []
@@ -149,6 +164,7 @@ def attach_releases(session: SparkSqlSession) -> list[str]:
         if not spark.catalog.tableExists(name) and name.lower() in here:
             spark.catalog.createTable(name, path=here[name.lower()], source="parquet")
             attached.append(name)
+    attached += _attach_sources(session)
     for family, table in newest.items():
         if spark.catalog.tableExists(table) and not spark.catalog.tableExists(family):
             view = sqltext.render(
@@ -156,4 +172,28 @@ def attach_releases(session: SparkSqlSession) -> list[str]:
             )
             spark.sql(view).collect()
             attached.append(family)
+    return attached
+
+
+def _attach_sources(session: SparkSqlSession) -> list[str]:
+    """The release sources (``schema.table`` in the catalog) the in-memory catalog does
+    not know but whose folder is in their database's warehouse location (a table an
+    earlier application saved with ``saveAsTable``), registered again over it."""
+    spark = session.spark
+    attached = []
+    by_schema: dict[str, list[str]] = {}
+    for label in sorted({r.source for r in catalog.releases(session)}):
+        schema, _, table = label.partition(".")
+        if table and not spark.catalog.tableExists(f"`{schema}`.`{table}`"):
+            by_schema.setdefault(schema, []).append(table)
+    for schema, tables in by_schema.items():
+        if not spark.catalog.databaseExists(schema):
+            continue
+        here = _subdirectories(spark, location(spark, session.quote_ident(schema)))
+        for table in tables:
+            if table.lower() in here:
+                spark.catalog.createTable(
+                    f"`{schema}`.`{table}`", path=here[table.lower()], source="parquet"
+                )
+                attached.append(f"{schema}.{table}")
     return attached

@@ -12,7 +12,9 @@ of it. How a release's domain is decided (README, "Domains"):
 4. otherwise the source inherits the one domain whose published records share keys
    with it and whose constrained sensitive attributes it has, by column name (a copy, a
    view, a dbt model of a released table); several such domains are refused (name
-   one); none starts a new domain named after the source. A table of other people whose
+   one); none starts a new domain named ``schema.dataset`` after the source (its
+   ``dataset``: by default its table's name; ``dataset := 'patients'`` for a view or dbt
+   model of ``patients``). A table of other people whose
    keys happen to collide lacks those columns or is refused with a message asking for
    ``domain := 'name'``; only a copy whose keys or sensitive columns were renamed
    escapes, and that takes intent. Only domains released from sources in the same
@@ -67,8 +69,10 @@ def resolve(
     key: str,
     family_last: catalog.Release | None,
     requested: str | None,
+    dataset: str | None = None,
 ) -> str:
-    """The domain of a release of ``src`` (module docstring)."""
+    """The domain of a release of ``src`` (module docstring); a new one is named
+    ``<src.schema>.<dataset>`` (``dataset`` None: the source's table name)."""
     if family_last is not None:
         if requested is not None and requested != family_last.domain:
             raise ConfigError(
@@ -129,12 +133,14 @@ def resolve(
         )
     if sharing:
         return sharing[0]
-    if any(r.domain == src.label and r.source != src.label for r in every):
+    new = src.label if dataset is None else f"{src.schema}.{dataset}"
+    if any(r.domain == new and r.source != src.label for r in every):
+        whose = "this source's own name" if dataset is None else f"dataset {dataset!r}"
         raise ConfigError(
-            f"a domain named {src.label!r} (this source's own name) was started by "
-            "releases of other sources; give domain := a name of your own"
+            f"a domain named {new!r} ({whose}) was started by releases of other sources; "
+            "give domain := a name of your own"
         )
-    return src.label
+    return new
 
 
 def _schema_of(label: str) -> str:

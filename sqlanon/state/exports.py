@@ -22,12 +22,13 @@ from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.session import Session
 from sqlanon.state import catalog
-from sqlanon.state.hierarchies import attribute_name
+from sqlanon.state.hierarchies import attribute_name, dataset_of
 from sqlanon.state.source import BOUNDS_SCHEMAS, current_schema
 
 #: Keys of ``parameters`` an export keeps: the published columns and the guarantee.
 PUBLIC_PARAMETERS = (
-    "source",  # its table name is the dataset of the lHD hierarchies the rewriter reads
+    "source",
+    "dataset",  # what the lHD hierarchies the rewriter reads are stored under
     "quasi",
     "sensitive",
     "k",
@@ -155,14 +156,14 @@ def hierarchy_rows(
 ) -> list[tuple[str, str, str, int, str]]:
     """``(dataset, attribute, value, level, label)``: the stored hierarchy rows of every
     quasi column of the lHD releases, as ``sqlanon.intervals`` looks them up (dataset:
-    the source's table name; attributes matched as :func:`attribute_name` does). They are
+    the release's, :func:`dataset_of`; attributes matched as :func:`attribute_name` does). They are
     public: PostgreSQL shows analysts the same rows (README, "Hierarchies are public")."""
     wanted: dict[str, set[str]] = {}
     for release in releases:
         if release.model != "lhd":
             continue
         parameters = json.loads(release.row[5])
-        dataset = str(parameters.get("source", "")).rsplit(".", 1)[-1]
+        dataset = dataset_of(parameters)
         quasi = parameters.get("quasi") or []
         columns = [quasi] if isinstance(quasi, str) else list(quasi)
         wanted.setdefault(dataset, set()).update(attribute_name(c) for c in columns)

@@ -2,10 +2,12 @@
 ``sqlanon.hierarchies``, numeric widths in ``sqlanon.hierarchy_widths``, and the
 hierarchy of each quasi-identifier of an lHD release read back from them.
 
-Hierarchies are stored per dataset (the source table's name, without schema) and
-attribute. An attribute matches a column case-insensitively with ``-`` and ``_`` taken
-as equal, so ARX's ``adult_hierarchy_marital-status.csv`` serves a column
-``marital_status``.
+Hierarchies are stored per dataset and attribute. A release looks them up under its
+``dataset``: the source table's name (without schema) unless the release names another
+(``dataset := 'adult'`` for a copy, view or dbt model of ``adult``), so one set of files
+serves every table of the same data. An attribute matches a column case-insensitively
+with ``-`` and ``_`` taken as equal, so ARX's ``adult_hierarchy_marital-status.csv``
+serves a column ``marital_status``.
 """
 
 from __future__ import annotations
@@ -122,14 +124,27 @@ def hierarchy_widths(
     return {"dataset": dataset, "attribute": attribute, "widths": spec}
 
 
+def dataset_of(parameters: dict[str, Any]) -> str:
+    """The dataset a release's hierarchies are looked up under: its ``dataset``, or (a
+    release made before releases recorded it) its source's table name."""
+    dataset = parameters.get("dataset")
+    if isinstance(dataset, str) and dataset:
+        return dataset
+    return str(parameters.get("source", "")).rsplit(".", 1)[-1]
+
+
 def read_hierarchies(
-    session: Session, src: Source, quasi: Sequence[str], data: dict[str, np.ndarray]
+    session: Session,
+    src: Source,
+    dataset: str,
+    quasi: Sequence[str],
+    data: dict[str, np.ndarray],
 ) -> dict[str, Hierarchy]:
-    """The hierarchy of every QI column of ``src``, from the catalog: its ARX rows, or
-    its widths over the values ``data`` holds of it."""
+    """The hierarchy of every QI column of ``src``, from the catalog (stored under
+    ``dataset``): its ARX rows, or its widths over the values ``data`` holds of it."""
     tables: dict[str, dict[str, dict[int, str]]] = {}
     for attribute, value, level, label in session.query(
-        sqltext.load(session.dialect, "lhd_hierarchy_rows"), [src.table]
+        sqltext.load(session.dialect, "lhd_hierarchy_rows"), [dataset]
     ):
         tables.setdefault(attribute, {}).setdefault(value, {})[int(level)] = label
     widths = {
@@ -138,7 +153,7 @@ def read_hierarchies(
             "SELECT attribute, CAST(widths AS "  # noqa: S608 - a type name
             + ("STRING" if session.dialect == "spark" else "VARCHAR")
             + ") FROM sqlanon.hierarchy_widths WHERE dataset = $1",
-            [src.table],
+            [dataset],
         )
     }
     found: dict[str, Hierarchy] = {}
@@ -157,14 +172,16 @@ def read_hierarchies(
             )
         elif NUMERIC.search(src.columns[column].lower()):
             raise ConfigError(
-                f"no hierarchy for quasi-identifier {column!r} of {src.table!r}; it is "
-                f"numeric: give one with SELECT sqlanon_hierarchy_widths('{src.table}', "
-                f"'{column}', [5, 10, 20])"
+                f"no hierarchy for quasi-identifier {column!r} of dataset {dataset!r}; it is "
+                f"numeric: give one with SELECT sqlanon_hierarchy_widths('{dataset}', "
+                f"'{column}', [5, 10, 20]), or name the dataset whose hierarchies this "
+                "source uses (dataset := '<name>')"
             )
         else:
             raise ConfigError(
-                f"no hierarchy for quasi-identifier {column!r} of {src.table!r}; load one "  # noqa: S608
-                f"with SELECT sqlanon_load_hierarchies('{src.table}', '<folder>') from a "
-                f"file {src.table}_hierarchy_{column}.csv (ARX format)"
+                f"no hierarchy for quasi-identifier {column!r} of dataset {dataset!r}; load "  # noqa: S608
+                f"one with SELECT sqlanon_load_hierarchies('{dataset}', '<folder>') from a "
+                f"file {dataset}_hierarchy_{column}.csv (ARX format), or name the dataset "
+                "whose hierarchies this source uses (dataset := '<name>')"
             )
     return found

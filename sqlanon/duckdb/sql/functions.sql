@@ -1,14 +1,18 @@
 -- The SQL face of sqlanon on DuckDB: macros give the `name := value` call style over
 -- the positional Python UDFs registered by sqlanon.duckdb.register.register().
 -- dry_run := true: plan as the release would, write nothing, return what it would return.
+-- dataset := 'adult': what the source is a copy, view or model of (default: its table's
+-- name); lHD looks its hierarchies up under it, and a new domain is named after it.
 CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sensitive := NULL,
-        quasi := [], k := 5, e := 0, policy := 'auto', domain := NULL, dry_run := false) AS
-    _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, domain, dry_run);
+        quasi := [], k := 5, e := 0, policy := 'auto', domain := NULL, dry_run := false,
+        dataset := NULL) AS
+    _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, domain, dry_run,
+                        dataset);
 CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, quasi := [],
         sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05,
-        domain := NULL, dry_run := false, recoding := 'local') AS
+        domain := NULL, dry_run := false, recoding := 'local', dataset := NULL) AS
     _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression,
-                         domain, dry_run, recoding);
+                         domain, dry_run, recoding, dataset);
 -- The data owner's erasure: deletions from the source reach the state now, unpublished.
 CREATE OR REPLACE TEMP MACRO sqlanon_erase(source) AS _sqlanon_erase(source);
 -- folder := NULL: the hierarchies bundled with sqlanon (dataset 'adult')

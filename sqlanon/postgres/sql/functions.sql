@@ -85,27 +85,39 @@ DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bi
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
     text, double precision, text, boolean);
 
+-- Before `dataset` (issue 28) they ended with `dry_run` (release_lhd with `recoding`):
+-- those signatures go, the new ones take `dataset` last with DEFAULT NULL.
+DROP FUNCTION IF EXISTS sqlanon.release_ke(text, text, text, text, text[], bigint,
+    double precision, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlanon._release_ke(text, text, text, text, text, text[], bigint,
+    double precision, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, text, boolean, text);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, text, boolean, text);
+
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
-        domain text, dry_run boolean DEFAULT false) RETURNS jsonb
+        domain text, dry_run boolean DEFAULT false, dataset text DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.postgres import server
-return server.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain, dry_run)
+return server.server_release_ke(plpy, schema, source, family, key, sensitive, quasi, k, e, policy, domain, dry_run, dataset)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_ke(source text, family text,
         key text DEFAULT NULL, sensitive text DEFAULT NULL, quasi text[] DEFAULT '{}',
         k bigint DEFAULT 5, e double precision DEFAULT 0, policy text DEFAULT 'auto',
-        domain text DEFAULT NULL, dry_run boolean DEFAULT false) RETURNS jsonb
+        domain text DEFAULT NULL, dry_run boolean DEFAULT false, dataset text DEFAULT NULL)
+RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     failure text;
     state text;
 BEGIN
     RETURN sqlanon._release_ke(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
-        family, key, sensitive, quasi, k, e, policy, domain, dry_run);
+        family, key, sensitive, quasi, k, e, policy, domain, dry_run, dataset);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -116,20 +128,21 @@ $fn$;
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
         max_suppression double precision, domain text, dry_run boolean DEFAULT false,
-        recoding text DEFAULT 'local')
+        recoding text DEFAULT 'local', dataset text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.postgres import server
-return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run, recoding)
+return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run, recoding, dataset)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
         l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
         max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL,
-        dry_run boolean DEFAULT false, recoding text DEFAULT 'local')
+        dry_run boolean DEFAULT false, recoding text DEFAULT 'local',
+        dataset text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -138,7 +151,7 @@ DECLARE
 BEGIN
     RETURN sqlanon._release_lhd(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
         family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run,
-        recoding);
+        recoding, dataset);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
@@ -314,15 +327,16 @@ $sql$;
 -- other parameters, no source data; hierarchies of columns no release publishes as
 -- quasi columns, and of (k,e) releases, stay hidden. SECURITY DEFINER so analysts need
 -- no access to sqlanon.releases / sqlanon.hierarchies. Matching as in
--- sqlanon.release_lhd: dataset = the source's table name without schema, attribute ~
--- column ignoring case and '-' vs '_'.
+-- sqlanon.release_lhd: dataset = the release's dataset (before releases recorded it: the
+-- source's table name without schema), attribute ~ column ignoring case and '-' vs '_'.
 CREATE OR REPLACE FUNCTION sqlanon.release_hierarchies()
 RETURNS TABLE (table_name text, quasi text, value text, level integer, label text,
                widths jsonb)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 WITH q AS (
     SELECT r.table_name, c.quasi,
-           pg_catalog.regexp_replace(r.parameters ->> 'source', '^.*[.]', '') AS dataset
+           COALESCE(r.parameters ->> 'dataset',  -- (syntax, not a function)
+               pg_catalog.regexp_replace(r.parameters ->> 'source', '^.*[.]', '')) AS dataset
     FROM sqlanon.releases AS r
     CROSS JOIN LATERAL pg_catalog.jsonb_array_elements_text(
         CASE pg_catalog.jsonb_typeof(r.parameters -> 'quasi')

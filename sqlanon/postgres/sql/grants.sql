@@ -51,13 +51,13 @@ GRANT SELECT ON sqlanon.query_limits TO sqlanon_analyst;
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sqlanon FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
     sqlanon.release_ke(text, text, text, text, text[], bigint, double precision, text, text,
-                       boolean),
+                       boolean, text),
     sqlanon._release_ke(text, text, text, text, text, text[], bigint, double precision, text,
-                        text, boolean),
+                        text, boolean, text),
     sqlanon.release_lhd(text, text, text, text[], text[], bigint, text, double precision, text,
-                        boolean, text),
+                        boolean, text, text),
     sqlanon._release_lhd(text, text, text, text, text[], text[], bigint, text,
-                         double precision, text, boolean, text),
+                         double precision, text, boolean, text, text),
     sqlanon.load_hierarchies(text, text),
     sqlanon._load_hierarchies(text, text),
     sqlanon.hierarchy_widths(text, text, double precision[]),
