@@ -246,9 +246,14 @@ _PREVIEW_PARAMETERS = {
 }
 
 
-def _sweep(model: str, given: Sequence[str]) -> dict[str, list[Any]]:
-    """``["k=3,5,10"]`` as ``{"k": [3, 5, 10]}``."""
-    types = _PREVIEW_PARAMETERS[model]
+def _sweep(model: str | None, given: Sequence[str]) -> dict[str, list[Any]]:
+    """``["k=3,5,10"]`` as ``{"k": [3, 5, 10]}`` (``model`` None: either model's names;
+    the release says which it varies)."""
+    types = (
+        _PREVIEW_PARAMETERS[model]
+        if model
+        else _PREVIEW_PARAMETERS["ke"] | _PREVIEW_PARAMETERS["lhd"]
+    )
     sweep: dict[str, list[Any]] = {}
     for item in given:
         name, _, values = item.partition("=")
@@ -315,7 +320,8 @@ def _audit(args: argparse.Namespace) -> None:
 def _report(args: argparse.Namespace) -> None:
     out = args.out or f"{args.family}_report.html"
     with connect(args.db) as con:
-        written = write_report(con, args.family, out)
+        sweep = _sweep(None, args.sweep) if args.sweep else None
+        written = write_report(con, args.family, out, sweep)
     print(f"report of {args.family} written to {written}")
 
 
@@ -587,6 +593,13 @@ def _add_read_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     report.add_argument("--db", required=True, help=_READ_DB_HELP)
     report.add_argument("family", help="the release family")
     report.add_argument("--out", default=None, help="HTML file (default <family>_report.html)")
+    report.add_argument(
+        "--sweep",
+        action="append",
+        default=None,
+        help="NAME=V1,V2,... as for preview: also compare these settings of the next "
+        "version, one dry run each (nothing is written); repeat it to cross settings",
+    )
     report.set_defaults(run=_report)
 
     export_ = commands.add_parser(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import re
 import shutil
@@ -238,6 +239,76 @@ def test_lhd_report(db: dict, tmp_path: Path) -> None:
     assert sorted(images(page)) == ["spread", "widths"]
     assert 'id="widths-caption"' in page and "relative\nwidth is the interval" in page
     check_renders(out, tmp_path / "chromium", 2)
+
+
+def sweep_rows(page: str) -> tuple[list[str], list[list[str]]]:
+    table = page.split('<table id="sweep">', 1)[1].split("</table>", 1)[0]
+    header = re.findall(r"<th>(.*?)</th>", table.split("</thead>", 1)[0])
+    body = table.split("<tbody>", 1)[1]
+    return header, [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r"<tr>.*?</tr>", body)]
+
+
+@pytest.mark.parametrize(
+    ("family", "sweep", "model"),
+    [
+        ("people_ke", ["k=2,3,1000"], "ke"),
+        ("adult_l", ["l=2,3", "recoding=local,global"], "lhd"),
+    ],
+)
+def test_the_report_compares_settings_of_the_next_version(
+    db: dict, tmp_path: Path, family: str, sweep: list[str], model: str
+) -> None:
+    """``--sweep``: the family's next version, then a new family in its domain per
+    setting, one dry run each, as ``sqlanon.preview`` gives them with the newest
+    version's other parameters; the database is left as it was."""
+    con = duckdb.connect(str(db["path"]), read_only=True)
+    before = con.execute("SELECT count(*) FROM sqlanon.members").fetchone()
+    last, domain = con.execute(
+        "SELECT CAST(parameters AS VARCHAR), domain FROM sqlanon.releases WHERE family = ? "
+        "ORDER BY version DESC LIMIT 1",
+        [family],
+    ).fetchone()
+    con.close()
+    out = tmp_path / "sweep.html"
+    args = [a for item in sweep for a in ("--sweep", item)]
+    done = cli("report", "--db", str(db["path"]), family, "--out", str(out), *args)
+    assert done.returncode == 0, done.stderr
+    header, rows = sweep_rows(out.read_text(encoding="utf-8"))
+    parameters = json.loads(last)
+    varied = {name: values.split(",") for name, values in (i.split("=") for i in sweep)}
+    kept = {
+        n: parameters[n]
+        for n in ("key", "quasi", "sensitive", "e", "policy", "algorithm", "max_suppression")
+        if n in parameters and n not in varied
+    }
+    typed = {n: [int(v) if n in "kl" else v for v in vs] for n, vs in varied.items()}
+    first = next(iter(varied))
+    con = duckdb.connect(str(db["path"]))
+    own = {n: parameters[n] for n in varied if n != first}
+    expected = sqlanon.preview(
+        con, parameters["source"], family, model, {first: [parameters[first]]},
+        domain=domain, **kept, **own,
+    )  # fmt: skip
+    expected = [{**own, **expected[0]}]
+    expected += sqlanon.preview(
+        con, parameters["source"], f"{family}_try1", model, typed, domain=domain, **kept
+    )
+    assert con.execute("SELECT count(*) FROM sqlanon.members").fetchone() == before
+    con.close()
+    assert len(rows) == len(expected) == 1 + math.prod(len(v) for v in varied.values())
+    assert [r[header.index("as")] for r in rows] == ["next version"] + ["new family"] * (
+        len(rows) - 1
+    )
+    assert expected[0]["refused"] is None and expected[0]["rows_published"] > 0
+    for row, want in zip(rows, expected, strict=True):
+        shown = dict(zip(header, row, strict=True))
+        for name in varied:
+            value = want[name]
+            assert shown[name] == (f"{value:,}" if isinstance(value, int) else str(value))
+        published = want["rows_published"]
+        assert shown["rows_published"] == ("–" if published is None else f"{published:,}")
+    if model == "ke":  # k = 1000 cannot be met by 100 people
+        assert rows[-1][header.index("refused")] != "–"
 
 
 def test_exposed_records_stand_out(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.session import Session
+from sqlanon.state import catalog
 
 #: Per model: the parameters a sweep may vary, and the figures each row shows.
 SWEEPABLE = {
@@ -79,6 +80,53 @@ def preview(
             rows.append({**setting, **empty, "refused": str(exc)})
             continue
         rows.append({**setting, **figures(model, summary), "refused": None})
+    return rows
+
+
+#: Per model: the parameters of a family's last release its next version is previewed with.
+_KEPT = {
+    "ke": ("key", "sensitive", "quasi", "k", "e", "policy", "dataset"),
+    "lhd": (
+        "key",
+        "quasi",
+        "sensitive",
+        "l",
+        "algorithm",
+        "max_suppression",
+        "recoding",
+        "dataset",
+    ),
+}
+
+
+def preview_next(
+    session: Session, last: catalog.Release, sweep: Mapping[str, Sequence[Any]]
+) -> list[dict[str, Any]]:
+    """What the report compares (``last``: a family's newest release): the family's
+    next version with its own parameters, then, per setting of ``sweep``, a new family
+    with the other parameters of ``last`` on the same source in the same domain, which
+    would compose with every release so far (a family keeps its privacy parameters:
+    other settings need a new family). ``as`` says which each row is."""
+    params = {n: last.parameters[n] for n in _KEPT[last.model] if n in last.parameters}
+    domain = last.domain or None
+    rows = []
+    first = next(iter(sweep))
+    if first in params:
+        kept = {n: v for n, v in params.items() if n != first}
+        for row in preview(
+            session, last.source, last.family, model=last.model,
+            sweep={first: [params[first]]}, domain_name=domain, **kept,
+        ):  # fmt: skip
+            rows.append({"as": "next version", **{n: params.get(n) for n in sweep}, **row})
+    name = next(
+        f"{last.family}_try{i}" for i in itertools.count(1)
+        if catalog.latest(session, f"{last.family}_try{i}") is None
+    )  # fmt: skip
+    kept = {n: v for n, v in params.items() if n not in sweep}
+    for row in preview(
+        session, last.source, name, model=last.model, sweep=sweep, domain_name=domain, **kept
+    ):
+        rows.append({"as": "new family", **row})
     return rows
 
 

@@ -27,6 +27,7 @@ import base64
 import html
 import io
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from sqlanon.api import session_for
 from sqlanon.errors import ConfigError, SqlanonError
 from sqlanon.intervals import release_catalog
 from sqlanon.metrics import error_ratio
+from sqlanon.release.preview import preview_next
 from sqlanon.report.audit_section import AuditSection, audit_section, waiting_section
 from sqlanon.rewriter import rewrite
 from sqlanon.session import Session
@@ -68,16 +70,22 @@ class Query:
         return query.sql(dialect=dialect)
 
 
-def write_report(con: Any, family: str, path: str | Path) -> Path:
-    """Write the HTML report of ``family`` to ``path``; returns the path written."""
+def write_report(
+    con: Any, family: str, path: str | Path, sweep: Mapping[str, Sequence[Any]] | None = None
+) -> Path:
+    """Write the HTML report of ``family`` to ``path``; returns the path written.
+    ``sweep`` (e.g. ``{"k": [3, 5, 10]}``): also compare settings of the next version,
+    one dry run each (:func:`sqlanon.preview`; nothing is written to the database)."""
     with session_for(con) as session:
-        page = render_report(session, family)
+        page = render_report(session, family, sweep)
     out = Path(path)
     out.write_text(page, encoding="utf-8")
     return out
 
 
-def render_report(session: Session, family: str) -> str:
+def render_report(
+    session: Session, family: str, sweep: Mapping[str, Sequence[Any]] | None = None
+) -> str:
     """The report's HTML text (see the module docstring)."""
     figure_class = _figure_class()
     family = sqltext.check_family(family)
@@ -114,6 +122,8 @@ def render_report(session: Session, family: str) -> str:
         for r, w in zip(versions, widths, strict=True)
     ]
     waiting = waiting_section(session, versions)
+    if sweep:
+        waiting += _sweep_section(preview_next(session, versions[-1], sweep), sweep)
     return _page(
         family, versions, rows, audit, waiting, spread_title, spread, width_chart, refused, queries
     )
@@ -417,6 +427,32 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return html.escape(str(value))
+
+
+def _sweep_section(rows: list[dict[str, Any]], sweep: Mapping[str, Sequence[Any]]) -> str:
+    """The next version under each setting of ``sweep``: one dry run per row."""
+    e = html.escape
+    columns = [c for c in rows[0] if c != "unchanged" and any(r[c] is not None for r in rows)]
+    header = "".join(f"<th>{e(c)}</th>" for c in columns)
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in columns) + "</tr>" for row in rows
+    )
+    varied = ", ".join(e(name) for name in sweep)
+    return f"""<h2>Settings compared on today's data</h2>
+<p>One dry run per row: this family's next version, then a new family per setting of
+{varied} (the other parameters as the newest version's; a family keeps its privacy
+parameters, so other settings need a new family, which would compose with every release
+of the domain so far). What each would publish, hold back and suppress, and its utility.
+Nothing was written; <code>refused</code> says why a setting could not be released.</p>
+<div class="wide">
+<table id="sweep">
+<thead><tr>{header}</tr></thead>
+<tbody>
+{body}
+</tbody>
+</table>
+</div>
+"""
 
 
 def _page(
