@@ -433,10 +433,6 @@ def _sweep_section(rows: list[dict[str, Any]], sweep: Mapping[str, Sequence[Any]
     """The next version under each setting of ``sweep``: one dry run per row."""
     e = html.escape
     columns = [c for c in rows[0] if c != "unchanged" and any(r[c] is not None for r in rows)]
-    header = "".join(f"<th>{e(c)}</th>" for c in columns)
-    body = "\n".join(
-        "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in columns) + "</tr>" for row in rows
-    )
     varied = ", ".join(e(name) for name in sweep)
     return f"""<h2>Settings compared on today's data</h2>
 <p>One dry run per row: this family's next version, then a new family per setting of
@@ -444,15 +440,24 @@ def _sweep_section(rows: list[dict[str, Any]], sweep: Mapping[str, Sequence[Any]
 parameters, so other settings need a new family, which would compose with every release
 of the domain so far). What each would publish, hold back and suppress, and its utility.
 Nothing was written; <code>refused</code> says why a setting could not be released.</p>
-<div class="wide">
-<table id="sweep">
+{_table("sweep", rows, columns)}
+"""
+
+
+def _table(table_id: str, rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """An HTML table of ``rows`` (its ``columns``), scrolling sideways inside its box."""
+    header = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in columns) + "</tr>" for row in rows
+    )
+    return f"""<div class="wide">
+<table id="{table_id}">
 <thead><tr>{header}</tr></thead>
 <tbody>
 {body}
 </tbody>
 </table>
-</div>
-"""
+</div>"""
 
 
 def _page(
@@ -471,11 +476,6 @@ def _page(
     e = html.escape
     params = ", ".join(
         f"{k}={v}" for k, v in first.parameters.items() if k not in ("seeded", "source")
-    )
-    columns = list(rows[0])
-    header = "".join(f"<th>{e(c)}</th>" for c in columns)
-    body = "\n".join(
-        "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in columns) + "</tr>" for row in rows
     )
     model = "(k,e)" if first.model == "ke" else "lHD-diversity"
     sample = versions[-1].table_name
@@ -504,14 +504,7 @@ def _page(
 {len(versions)} version(s); the newest is <code>{e(versions[-1].table_name)}</code>.</p>
 {audit.note}
 <h2>Versions</h2>
-<div class="wide">
-<table id="versions">
-<thead><tr>{header}</tr></thead>
-<tbody>
-{body}
-</tbody>
-</table>
-</div>
+{_table("versions", rows, list(rows[0]))}
 <p>"audit: exposed" counts the records an attacker holding every release of the domain
 up to that version (every family, both models) can pin down (<code>sqlanon audit</code>).</p>
 {waiting}
