@@ -13,6 +13,7 @@ from sqlanon.duckdb import export as duckdb_export
 from sqlanon.duckdb import register as duckdb_register
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
+from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.postgres.session import PsycopgSession
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.release import preview as previewing
@@ -153,10 +154,12 @@ def release_lhd(
     progress: Callable[[str, int], None] | None = None,
     domain: str | None = None,
     dry_run: bool = False,
+    policy: str = DEFAULT_LHD_POLICY,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
     :func:`sqlanon.release.lhd_release.release_lhd` (``progress``, ``dry_run`` as for
-    :func:`release_ke`)."""
+    :func:`release_ke`; ``policy``: ``publish``, ``auto`` or ``defer``, whether appended
+    records may be held back while they can only form wide classes)."""
     with _reported("release_lhd"), session_for(con) as session:
         _require_writable(session, "release_lhd")
         return lhd_release.release_lhd(
@@ -172,6 +175,7 @@ def release_lhd(
             progress=_callers(progress),
             domain_name=domain,
             dry_run=dry_run,
+            policy=policy,
         )
 
 

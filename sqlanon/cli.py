@@ -35,6 +35,8 @@ from sqlanon.demo import run_demo
 from sqlanon.display import print_table
 from sqlanon.duckdb.register import install as install_duckdb
 from sqlanon.errors import ConfigError, InternalError, SqlanonError, is_database_error
+from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
+from sqlanon.models.lhd_defer import LHD_POLICIES
 from sqlanon.postgres.extension import place_extension
 from sqlanon.postgres.install import install_postgres, install_python_dir
 from sqlanon.report.page import write_report
@@ -178,6 +180,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
             progress=_progress,
             domain=args.domain,
             dry_run=args.dry_run,
+            policy=args.policy,
         )
     _print_release(args.family, summary)
 
@@ -186,7 +189,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
 #: the values ``--sweep NAME=V1,V2`` gives each.
 _PREVIEW_PARAMETERS = {
     "ke": {"k": int, "e": float, "policy": str},
-    "lhd": {"l": int, "algorithm": str, "max_suppression": float},
+    "lhd": {"l": int, "algorithm": str, "max_suppression": float, "policy": str},
 }
 
 
@@ -398,6 +401,13 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
     )
     lhd.add_argument("--max-suppression", type=float, default=0.05)
     lhd.add_argument(
+        "--policy",
+        default=DEFAULT_LHD_POLICY,
+        choices=list(LHD_POLICIES),
+        help="publish: place every appended record it can now; auto/defer: hold appended "
+        "records back (within --max-suppression) while they can only form wide classes",
+    )
+    lhd.add_argument(
         "--domain",
         default=None,
         help=_DOMAIN_HELP,
@@ -446,12 +456,18 @@ def _add_preview_command(
         "--sweep",
         action="append",
         required=True,
-        help="NAME=V1,V2,... (ke: k, e, policy; lhd: l, algorithm, max_suppression); "
+        help="NAME=V1,V2,... (ke: k, e, policy; lhd: l, algorithm, max_suppression, "
+        "policy); "
         "repeat it to cross settings",
     )
     pre.add_argument("--k", type=int, default=None)
     pre.add_argument("--e", type=float, default=None)
-    pre.add_argument("--policy", default=None, choices=["auto", "merge", "defer", "paper"])
+    pre.add_argument(
+        "--policy",
+        default=None,
+        choices=sorted({"auto", "merge", "defer", "paper", *LHD_POLICIES}),
+        help="ke: auto, merge, defer, paper; lhd: " + ", ".join(LHD_POLICIES),
+    )
     pre.add_argument("--l", type=int, default=None)
     pre.add_argument("--algorithm", default=None, choices=["auto", "greedy", "scalable", "refine"])
     pre.add_argument("--max-suppression", type=float, default=None)

@@ -140,11 +140,13 @@ def _release_lhd(
     ms: float,
     domain: str | None,
     dry_run: bool | None,
+    policy: str,
 ) -> dict[str, Any]:
     with _session(owner, "release_lhd") as s:
         return lhd_release.release_lhd(
             s, source, family, key=key, quasi=quasi, sensitive=sensitive, l=l,
             algorithm=algorithm, max_suppression=ms, domain_name=domain, dry_run=bool(dry_run),
+            policy=policy,
         )  # fmt: skip
 
 
@@ -217,7 +219,8 @@ def _udf_table() -> list[_Udf]:
         _Udf(
             "_sqlanon_release_lhd",
             _release_lhd,
-            [VARCHAR, VARCHAR, VARCHAR, texts, texts, BIGINT, VARCHAR, DOUBLE, VARCHAR, BOOLEAN],
+            [VARCHAR, VARCHAR, VARCHAR, texts, texts, BIGINT, VARCHAR, DOUBLE, VARCHAR, BOOLEAN]
+            + [VARCHAR],
             VARCHAR,
         ),
         _Udf("_sqlanon_erase", _erase, [VARCHAR], VARCHAR),

@@ -15,6 +15,7 @@ import numpy as np
 
 from sqlanon.errors import ConfigError, SqlanonError, internal_message, one_line
 from sqlanon.intervals import session_rewrite
+from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.postgres.session import PlpySession, serialization_error
 from sqlanon.release import ke_release
 from sqlanon.release.lhd_release import release_lhd
@@ -164,6 +165,7 @@ def server_release_lhd(
     max_suppression: float,
     domain: str | None = None,
     dry_run: bool | None = False,
+    policy: str = DEFAULT_LHD_POLICY,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -180,6 +182,7 @@ def server_release_lhd(
             max_suppression=max_suppression,
             domain_name=domain,
             dry_run=bool(dry_run),
+            policy=policy,
         )
     return _json(summary)
 

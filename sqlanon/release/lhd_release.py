@@ -22,6 +22,7 @@ import numpy as np
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.models.lhd_comparison import EarlierRelease
+from sqlanon.models.lhd_defer import DEFAULT_POLICY, check_policy
 from sqlanon.models.lhd_planner import ALGORITHMS
 from sqlanon.release import lhd_engine, lhd_rows, pipeline
 from sqlanon.release.domain_scope import open_domain
@@ -75,6 +76,7 @@ def release_lhd(
     progress: Callable[[str, int], None] | None = None,
     domain_name: str | None = None,
     dry_run: bool = False,
+    policy: str = DEFAULT_POLICY,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
@@ -86,9 +88,13 @@ def release_lhd(
     ``progress``, if given, is called as ``progress(stage, count)`` after each long
     step: "rows read", "groups built" (classes), "rows written". ``dry_run``: plan
     and refuse as the release would, write nothing, return what it would return
-    (:func:`sqlanon.release.pipeline.preview_of`).
+    (:func:`sqlanon.release.pipeline.preview_of`). ``policy``: ``publish`` places every
+    appended record it can now; ``auto`` and ``defer`` may hold appended records back
+    (within ``max_suppression``) while they can only form wide classes
+    (:mod:`sqlanon.models.lhd_defer`).
     """
     sensitive = _check_lhd_parameters(l, algorithm, max_suppression, sensitive)
+    check_policy(policy)
     if not isinstance(key, str):
         raise ConfigError("key must name one column")
     family = sqltext.check_family(family)
@@ -101,7 +107,7 @@ def release_lhd(
         session.lock_family(family)
         job = _job(
             session, source, family, key, quasi, sensitive, int(l), algorithm,
-            float(max_suppression), progress, domain_name, dry_run,
+            float(max_suppression), progress, domain_name, dry_run, str(policy),
         )  # fmt: skip
         return pipeline.release(session, job, lhd_engine.release, lhd_rows.STEPS)
 
@@ -121,6 +127,7 @@ def _job(
     progress: Callable[[str, int], None] | None,
     domain_name: str | None,
     dry_run: bool,
+    policy: str,
 ) -> LhdJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -147,6 +154,7 @@ def _job(
         "l": l,
         "algorithm": algorithm,
         "max_suppression": max_suppression,
+        "policy": policy,
         "domain_attributes": scope.attributes,
         **release_schema(session, family, last),
     }
@@ -173,7 +181,7 @@ def _job(
         src=src, family=family, key=key, quasi=quasi, scope=scope, last=last,
         version=version, table=table, parameters=parameters, source_rows=source_rows,
         progress=progress, sensitive=sensitive, checked=checked, l=l, algorithm=algorithm,
-        max_suppression=max_suppression, read_sql=read_sql, dry_run=dry_run,
+        max_suppression=max_suppression, read_sql=read_sql, dry_run=dry_run, policy=policy,
     )  # fmt: skip
 
 

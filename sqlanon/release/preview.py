@@ -22,7 +22,7 @@ from sqlanon.session import Session
 #: Per model: the parameters a sweep may vary, and the figures each row shows.
 SWEEPABLE = {
     "ke": ("k", "e", "policy"),
-    "lhd": ("l", "algorithm", "max_suppression"),
+    "lhd": ("l", "algorithm", "max_suppression", "policy"),
 }
 _COMMON = ("rows_published", "held_back", "suppressed", "left_out", "chain_held")
 FIGURES = {

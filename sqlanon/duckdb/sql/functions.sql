@@ -6,9 +6,9 @@ CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sen
     _sqlanon_release_ke(source, family, key, sensitive, quasi, k, e, policy, domain, dry_run);
 CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, quasi := [],
         sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05,
-        domain := NULL, dry_run := false) AS
+        domain := NULL, dry_run := false, policy := 'publish') AS
     _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression,
-                         domain, dry_run);
+                         domain, dry_run, policy);
 -- The data owner's erasure: deletions from the source reach the state now, unpublished.
 CREATE OR REPLACE TEMP MACRO sqlanon_erase(source) AS _sqlanon_erase(source);
 -- folder := NULL: the hierarchies bundled with sqlanon (dataset 'adult')

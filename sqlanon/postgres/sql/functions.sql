@@ -78,6 +78,12 @@ DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bi
     double precision, text);
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
     text, double precision, text);
+-- Before lHD policies (issue 26) release_lhd had no `policy` argument: those signatures
+-- go, the new ones take it last with a DEFAULT, so every call of the old ones still works.
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, text, boolean);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, text, boolean);
 
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
@@ -109,20 +115,21 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
-        max_suppression double precision, domain text, dry_run boolean DEFAULT false)
+        max_suppression double precision, domain text, dry_run boolean DEFAULT false,
+        policy text DEFAULT 'publish')
 RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.postgres import server
-return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run)
+return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run, policy)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         key text DEFAULT NULL, quasi text[] DEFAULT '{}', sensitive text[] DEFAULT '{}',
         l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
         max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL,
-        dry_run boolean DEFAULT false)
+        dry_run boolean DEFAULT false, policy text DEFAULT 'publish')
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -130,7 +137,7 @@ DECLARE
     state text;
 BEGIN
     RETURN sqlanon._release_lhd(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
-        family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run);
+        family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run, policy);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
