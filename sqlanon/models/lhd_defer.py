@@ -67,7 +67,7 @@ DEFAULT_POLICY = "publish"
 DEFAULT_HOLD_PENALTY = 0.5
 
 #: Shares of the room left under ``max_suppression`` that the candidate plans hold back.
-_STEPS = (0.25, 0.5, 0.75, 1.0)
+_STEPS = (0.5, 1.0)
 
 
 def plan_lhd_policy(
