@@ -72,7 +72,8 @@
 {% macro release_parameters() %}
   {{ return({
       'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'domain'],
-      'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'domain'],
+      'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'domain',
+              'policy'],
   }) }}
 {% endmacro %}
 
