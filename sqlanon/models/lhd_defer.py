@@ -8,30 +8,38 @@ simply planned again next time, among more records) can pay for its one absent v
 with a narrower class in all later ones, as (k,e)'s ``auto`` policy holds rows back
 (:mod:`sqlanon.models.ke_incremental`). Policies:
 
-- ``publish``: the planner's plan (:func:`~sqlanon.models.lhd_planner.plan_lhd`); new
-  records are held back only when no l-diverse piece holds them.
-- ``auto`` (default): among the planner's plan and plans that hold back the new
-  records whose classes are the widest (in the planner's plan), keep the one with the
-  lowest **objective** = sum over published records of their precision loss (mean over
-  QI of level / height) + ``hold_penalty`` per held-back record + 1 per suppressed
-  record, all within ``max_suppression`` (held back and suppressed together, the
-  records the caller left out included). A held-back record costs ``hold_penalty``
-  instead of the 1 (fully generalized) that precision loss charges for an absent
-  record: it is absent once and offered again, while a wide class is paid in every
-  later version. ``hold_penalty`` 1 makes the objective the precision loss itself
-  (records x PREC), so nothing is held back that does not lower this version's PREC.
+- ``publish`` (default): the planner's plan
+  (:func:`~sqlanon.models.lhd_planner.plan_lhd`); new records are held back only when
+  no l-diverse piece holds them.
+- ``auto``: among the planner's plan and plans that hold back the new records whose
+  classes are the widest (in the planner's plan), keep the one with the lowest
+  **objective** = sum over published records of their precision loss (mean over QI of
+  level / height) + ``hold_penalty`` per held-back record + 1 per suppressed record, all
+  within ``max_suppression`` (held back and suppressed together, the records the caller
+  left out included). A held-back record costs ``hold_penalty`` instead of the 1 (fully
+  generalized) that precision loss charges for an absent record: it is absent once and
+  offered again, while a wide class is paid in every later version. ``hold_penalty`` 1
+  makes the objective the precision loss itself (records x PREC), so nothing is held
+  back that does not lower this version's PREC; 0 is ``defer``.
 - ``defer``: ``auto`` with ``hold_penalty`` 0: hold back as many records of the widest
   new classes as lowers the published records' loss, within ``max_suppression``.
 
+Measured on seed 002's append experiment (``bench/lhd_defer.py``, BENCHMARKS.md
+``lhd-defer``): within 5% held back, neither ``auto`` nor ``defer`` brings the
+precision loss near an independent release of the same rows, since a pool of about two
+appends must still be l-diverse among itself; hence ``publish`` stays the default (no
+record a user expects is missing without a measured gain worth it).
+
 Only releases with records published before defer (a first release is the static
 optimum of its records, as in (k,e)); records published before are never held back
-(their absence would split their cells). The candidate plans use the algorithm whose
-plan the planner kept (``auto`` runs its algorithms once, not per candidate). Whole
-entries are held back (a unit of
-identical records, see :meth:`sqlanon.models.lhd_problem.LhdProblem.units`, with all
-its records). The plan kept is a plan of the planner over the records not held back,
-so every guarantee of :func:`~sqlanon.models.lhd_planner.plan_lhd` holds for it; the
-held-back records are absent, new, and form no cell.
+(their absence would split their cells). The candidates hold back half or all of the
+room ``max_suppression`` leaves, the widest new records first, and are planned with the
+algorithm whose plan the planner kept (``auto`` runs its algorithms once, not per
+candidate). Whole entries are held back (a unit of identical records, see
+:meth:`sqlanon.models.lhd_problem.LhdProblem.units`, with all its records). The plan
+kept is a plan of the planner over the records not held back, so every guarantee of
+:func:`~sqlanon.models.lhd_planner.plan_lhd` holds for it; the held-back records are
+absent, never published, and form no cell: the next release plans them again.
 """
 
 from __future__ import annotations
