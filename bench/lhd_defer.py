@@ -203,22 +203,22 @@ def main() -> None:
     parser.add_argument("--penalties", default="0.5")
     parser.add_argument("--json", type=Path, help="write the figures here, not the section")
     parser.add_argument("--assemble", nargs="+", type=Path, help="write the section from these")
+    parser.add_argument(
+        "--auto-only", action="store_true", help="only the auto settings (no publish, defer, bound)"
+    )
     args = parser.parse_args()
     if args.assemble:
-        parts = [json.loads(p.read_text()) for p in args.assemble]
-        rows = sorted((r for part in parts for r in part["rows"]), key=lambda r: r["l"])
-        bounds = sorted((b for part in parts for b in part["bounds"]), key=lambda b: b["l"])
-        write_section(rows, bounds)
+        write_section(*assemble([json.loads(p.read_text()) for p in args.assemble]))
         return
     hierarchies = load_directory(args.data, "adult")
     data = load_seed_subset(args.data)
     steps = sizes(len(data[SA]))
-    settings = [Setting("publish")]
-    settings += [
+    settings = [
         Setting("auto", None if float(p) == lhd_defer.DEFAULT_HOLD_PENALTY else float(p))
         for p in args.penalties.split(",")
     ]
-    settings.append(Setting("defer"))
+    if not args.auto_only:
+        settings = [Setting("publish"), *settings, Setting("defer")]
     rows, bounds = [], []
     for l in (int(x) for x in args.ls.split(",")):  # noqa: E741
         ind, ind_published = independent(data, hierarchies, steps, l)
@@ -227,8 +227,10 @@ def main() -> None:
             r = run(setting, data, hierarchies, steps, l)
             mean = np.mean(ratios(r.prec, ind))
             print(f"l={l} {setting}: mean {mean:.3f}, held {np.mean(r.held):.2%}", flush=True)
-            runs.append({**asdict(r), "setting": str(setting)})
+            runs.append({**asdict(r), "label": str(setting)})
         rows.append({"l": l, "ind": ind, "ind_published": ind_published, "runs": runs})
+        if args.auto_only:
+            continue
         first_loss = runs[0]["prec"][0]  # version 1: every row published, the same plan
         pools = pool_losses(data, hierarchies, l)
         bounds.append(
@@ -238,6 +240,39 @@ def main() -> None:
         args.json.write_text(json.dumps({"rows": rows, "bounds": bounds}))
     else:
         write_section(rows, bounds)
+
+
+def assemble(parts: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The figures of several runs as one: per l, every setting (publish, auto by
+    falling penalty, defer), and the bounds."""
+    rows: dict[int, dict[str, Any]] = {}
+    for part in parts:
+        for row in part["rows"]:
+            runs = [_normalized(r) for r in row["runs"]]
+            rows.setdefault(row["l"], {**row, "runs": []})["runs"].extend(runs)
+
+    def order(run: dict[str, Any]) -> tuple[int, float]:
+        policy = run["setting"]["policy"]
+        penalty = run["setting"]["penalty"]
+        if penalty is None:
+            penalty = lhd_defer.DEFAULT_HOLD_PENALTY
+        return {"publish": 0, "auto": 1, "defer": 2}[policy], -penalty if penalty else 0.0
+
+    for row in rows.values():
+        row["runs"].sort(key=order)
+    bounds = sorted((b for part in parts for b in part["bounds"]), key=lambda b: b["l"])
+    return [rows[l] for l in sorted(rows)], bounds  # noqa: E741
+
+
+def _normalized(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as ``run`` writes it (figures of a first version of this script kept the
+    setting's label only, e.g. "`auto`, hold_penalty 0.5 (default)")."""
+    if isinstance(run["setting"], dict):
+        return run
+    label = run["setting"]
+    policy = label.split("`")[1]
+    penalty = float(label.split("hold_penalty ")[1].split()[0]) if policy == "auto" else None
+    return {**run, "label": label, "setting": {"policy": policy, "penalty": penalty}}
 
 
 def write_section(rows: list[dict[str, Any]], bounds: list[dict[str, Any]]) -> None:
@@ -255,7 +290,9 @@ def write_section(rows: list[dict[str, Any]], bounds: list[dict[str, Any]]) -> N
         "*published only* leaves absent records out of both sides (what the rows that are "
         "there look like). *Held back*: share of the rows present, mean and max over the "
         "versions. *Exposed*: `bench/attacker.py` with all 11 releases (cell / subtraction / "
-        "comparison).",
+        "comparison). *Planning s*: wall time of the 11 plans on a shared 2-core machine "
+        "with other jobs running (indicative only; `auto` and `defer` plan up to three "
+        "times per release).",
         "",
         f"Target (issue 26): mean PREC over the versions <= {TARGET_RATIO}x independent, "
         f"at most {TARGET_HELD:.0%} held back on average.",
@@ -268,13 +305,13 @@ def write_section(rows: list[dict[str, Any]], bounds: list[dict[str, Any]]) -> N
     for row in rows:
         l, ind, ind_published = row["l"], row["ind"], row["ind_published"]  # noqa: E741
         for r in row["runs"]:
-            r["setting"] = r["setting"].replace(" (default)", " (its default)")
+            r["label"] = r.get("label", "").replace(" (default)", " (its default)")
             rs, rp = ratios(r["prec"], ind), ratios(r["published_prec"], ind_published)
             held = r["held"]
             if np.mean(rs) <= TARGET_RATIO and np.mean(held) <= TARGET_HELD:
-                met.append(f"l={l} {r['setting']}")
+                met.append(f"l={l} {r['label']}")
             lines.append(
-                f"| {l} | {r['setting']} | {np.mean(rs):.2f}x | {rs[-1]:.2f}x | "
+                f"| {l} | {r['label']} | {np.mean(rs):.2f}x | {rs[-1]:.2f}x | "
                 f"{np.mean(rp):.2f}x / {rp[-1]:.2f}x | {np.mean(held):.1%} / "
                 f"{max(held):.1%} | {' / '.join(map(str, r['exposed']))} | "
                 f"{r['seconds']:.1f} |"
@@ -287,8 +324,10 @@ def write_section(rows: list[dict[str, Any]], bounds: list[dict[str, Any]]) -> N
         "appended rows are planned alone, no earlier release (what a pool of new records "
         "can reach at all when it must be l-diverse among itself); the independent release "
         "of all 1,427 rows for comparison. *Bound at P*: the mean ratio over the versions "
-        "if the first 713 rows kept their version-1 loss (cells are only refined; measured: "
-        "they do) and every appended row had the pool-P loss, with nothing held back. "
+        "if the first 713 rows kept their version-1 loss (their cells can only be split into "
+        "l-diverse pieces; section `lhd-utility-cost` finds them at that loss in the last "
+        "version) and every appended row had the pool-P loss, with nothing held back (an "
+        "optimistic estimate: pools of P > 71 need rows held back, each costing 1). "
         "Holding back at most 5% of the rows present (36-71 rows) makes each version's "
         "pool at most about two appends (P ~ 142). *Needed*: the appended rows' loss at "
         "which that estimate reaches the target.",
@@ -323,10 +362,10 @@ def conclusion(rows: list[dict[str, Any]], bounds: list[dict[str, Any]]) -> list
             (r for r in row["runs"] if np.mean(r["held"]) <= TARGET_HELD),
             key=lambda r: np.mean(ratios(r["prec"], ind)),
         )
-        publish = next(r for r in row["runs"] if r["setting"] == "`publish`")
+        publish = next(r for r in row["runs"] if r["setting"]["policy"] == "publish")
         pools = {int(p): v for p, v in b["pools"].items()}
         out.append(
-            f"- l={l}: best within {TARGET_HELD:.0%} held back: {best['setting']}, "
+            f"- l={l}: best within {TARGET_HELD:.0%} held back: {best['label']}, "
             f"{np.mean(ratios(best['prec'], ind)):.2f}x mean "
             f"({np.mean(best['held']):.1%} held back; `publish` "
             f"{np.mean(ratios(publish['prec'], ind)):.2f}x). Bound with pools of two appends: "
@@ -334,6 +373,21 @@ def conclusion(rows: list[dict[str, Any]], bounds: list[dict[str, Any]]) -> list
             f"{TARGET_RATIO}x needs the appended rows at a mean loss of "
             f"{needed(b['first_loss'], b['steps'], ind):.3f} (pools of two appends get "
             f"{pools[142]:.3f}, all 714 appended rows planned together {pools[714]:.3f})."
+        )
+    defer = [
+        (np.mean(ratios(r["published_prec"], row["ind_published"])), np.mean(r["held"]))
+        for row in rows
+        for r in row["runs"]
+        if r["setting"]["policy"] == "defer"
+    ]
+    if defer:
+        out.append(
+            f"- `defer` publishes the rows it keeps narrower (published only: "
+            f"{min(d[0] for d in defer):.2f}-{max(d[0] for d in defer):.2f}x mean) but "
+            f"holds back {min(d[1] for d in defer):.1%}-{max(d[1] for d in defer):.1%} of the "
+            "rows per version on average, which costs more PREC than it saves: the records "
+            "it holds back are the hardest to place and come back as hard, with one append "
+            "more."
         )
     return [
         "In words (the section's own figures): holding appended records back within "
