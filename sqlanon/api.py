@@ -13,6 +13,7 @@ from sqlanon.duckdb import export as duckdb_export
 from sqlanon.duckdb import register as duckdb_register
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError
+from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.postgres.session import PsycopgSession
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.release import preview as previewing
@@ -160,6 +161,7 @@ def release_lhd(
     dry_run: bool = False,
     recoding: str = "local",
     dataset: str | None = None,
+    policy: str = DEFAULT_LHD_POLICY,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family``; see
     :func:`sqlanon.release.lhd_release.release_lhd` (``progress``, ``dry_run``,
@@ -167,7 +169,8 @@ def release_lhd(
     the ones loaded under ``dataset``, e.g. ``load_hierarchies(con, "adult", folder)``
     then ``release_lhd(con, "adult_copy", ..., dataset="adult")``; ``recoding='global'``:
     one generalization level per quasi-identifier for the whole release, so every label
-    of a column is of one level)."""
+    of a column is of one level; ``policy``: ``publish``, ``auto`` or ``defer``, whether
+    appended records may be held back while they can only form wide classes)."""
     with _reported("release_lhd"), session_for(con) as session:
         _require_writable(session, "release_lhd")
         return lhd_release.release_lhd(
@@ -185,6 +188,7 @@ def release_lhd(
             dry_run=dry_run,
             recoding=recoding,
             dataset=dataset,
+            policy=policy,
         )
 
 

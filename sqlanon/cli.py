@@ -37,6 +37,8 @@ from sqlanon.demo import run_demo
 from sqlanon.display import print_table
 from sqlanon.duckdb.register import install as install_duckdb
 from sqlanon.errors import ConfigError, InternalError, SqlanonError, is_database_error
+from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
+from sqlanon.models.lhd_defer import LHD_POLICIES
 from sqlanon.models.lhd_planner import RECODINGS
 from sqlanon.postgres.extension import place_extension
 from sqlanon.postgres.install import install_postgres, install_python_dir
@@ -234,6 +236,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
             dataset=args.dataset,
             dry_run=args.dry_run,
             recoding=args.recoding,
+            policy=args.policy,
         )
     _print_release(args.family, summary)
 
@@ -242,7 +245,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
 #: the values ``--sweep NAME=V1,V2`` gives each.
 _PREVIEW_PARAMETERS = {
     "ke": {"k": int, "e": float, "policy": str},
-    "lhd": {"l": int, "algorithm": str, "max_suppression": float, "recoding": str},
+    "lhd": {"l": int, "algorithm": str, "max_suppression": float, "recoding": str, "policy": str},
 }
 
 
@@ -466,6 +469,13 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
         choices=["auto", "greedy", "scalable", "refine"],
         help=_ALGORITHM_HELP,
     )
+    lhd.add_argument(
+        "--policy",
+        default=DEFAULT_LHD_POLICY,
+        choices=list(LHD_POLICIES),
+        help="publish: place every appended record it can now; auto/defer: hold appended "
+        "records back (within --max-suppression) while they can only form wide classes",
+    )
     lhd.add_argument("--recoding", default="local", choices=RECODINGS, help=_RECODING_HELP)
     lhd.add_argument(
         "--max-suppression", type=float, default=0.05, help=_MAX_SUPPRESSION_HELP + " (0.05)"
@@ -544,13 +554,16 @@ def _add_preview_command(
         action="append",
         required=True,
         help="NAME=V1,V2,... (ke: k, e, policy; lhd: l, algorithm, max_suppression, "
-        "recoding); "
+        "recoding, policy); "
         "repeat it to cross settings",
     )
     pre.add_argument("--k", type=int, default=None, help=_K_HELP)
     pre.add_argument("--e", type=float, default=None, help=_E_HELP)
     pre.add_argument(
-        "--policy", default=None, choices=["auto", "merge", "defer", "paper"], help=_POLICY_HELP
+        "--policy",
+        default=None,
+        choices=sorted({"auto", "merge", "defer", "paper", *LHD_POLICIES}),
+        help="ke: auto, merge, defer, paper; lhd: " + ", ".join(LHD_POLICIES),
     )
     pre.add_argument("--l", type=int, default=None, help=_L_HELP)
     pre.add_argument(

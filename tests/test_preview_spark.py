@@ -34,3 +34,37 @@ def test_a_dry_run_on_spark_writes_nothing_and_equals_the_release(spark: Any) ->
     assert dry["dry_run"] is True and dry["version"] == 1
     real = sqlanon.release_ke(spark, "people", "people_ke", **KE)
     assert {k: v for k, v in dry.items() if k not in PREVIEW_KEYS} == real
+
+
+def test_a_deferring_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
+    """lHD ``policy`` (issue 26): the same records held back on Spark (row path) as on
+    DuckDB (engine path), the dry run equal to the release, the policy recorded."""
+    import duckdb
+
+    from tests.test_spark import DUCK_SCHEMA
+
+    con = duckdb.connect()
+    sqlanon.install(con)
+    con.execute(f"CREATE TABLE appended ({DUCK_SCHEMA})")
+    args = {"key": "id", "quasi": ["age"], "sensitive": ["loss"], "l": 3, "max_suppression": 0.1}
+    for start, n, seed in ((0, 60, 7), (60, 12, 8)):
+        append(spark, "appended", people(start, n, seed))
+        con.executemany("INSERT INTO appended VALUES (?, ?, ?, ?)", people(start, n, seed))
+        if start == 0:
+            for c in (spark, con):
+                sqlanon.hierarchy_widths(c, "appended", "age", [5, 10, 20])
+                sqlanon.release_lhd(c, "appended", "appended_l", **args)
+    before = snapshot(spark)
+    dry = sqlanon.release_lhd(spark, "appended", "appended_l", **args, policy="defer", dry_run=True)
+    assert snapshot(spark) == before
+    on_spark = sqlanon.release_lhd(spark, "appended", "appended_l", **args, policy="defer")
+    on_duckdb = sqlanon.release_lhd(con, "appended", "appended_l", **args, policy="defer")
+    assert {k: v for k, v in dry.items() if k not in PREVIEW_KEYS} == on_spark
+    assert on_spark["held_back"] == on_duckdb["held_back"] > 0
+    assert on_spark["precision_loss"] == on_duckdb["precision_loss"]
+    held = spark.sql(
+        "SELECT count(*) FROM sqlanon.members WHERE family = 'appended_l' AND version = 2 "
+        "AND status = 'held_back'"
+    ).collect()[0][0]
+    assert held == on_spark["held_back"]
+    assert [r["exposed"] for r in sqlanon.audit(spark, "appended_l")] == [0, 0]

@@ -85,7 +85,7 @@
   {{ return({
       'ke': ['key', 'sensitive', 'quasi', 'k', 'e', 'policy', 'domain', 'dataset'],
       'lhd': ['key', 'sensitive', 'quasi', 'l', 'algorithm', 'max_suppression', 'domain',
-              'recoding', 'dataset'],
+              'recoding', 'dataset', 'policy'],
   }) }}
 {% endmacro %}
 

@@ -143,6 +143,7 @@ def _release_lhd(
     dry_run: bool | None,
     recoding: str,
     dataset: str | None,
+    policy: str,
 ) -> dict[str, Any]:
     with _session(owner, "release_lhd") as s:
         return lhd_release.release_lhd(
@@ -150,6 +151,7 @@ def _release_lhd(
             algorithm=algorithm, max_suppression=ms, domain_name=domain, dry_run=bool(dry_run),
             recoding=recoding,
             dataset=dataset,
+            policy=policy,
         )  # fmt: skip
 
 
@@ -245,6 +247,7 @@ def _udf_table() -> list[_Udf]:
                 DOUBLE,
                 VARCHAR,
                 BOOLEAN,
+                VARCHAR,
                 VARCHAR,
                 VARCHAR,
             ],  # fmt: skip

@@ -15,6 +15,7 @@ import numpy as np
 
 from sqlanon.errors import ConfigError, SqlanonError, internal_message, one_line
 from sqlanon.intervals import session_rewrite
+from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.postgres.session import PlpySession, serialization_error
 from sqlanon.release import ke_release
 from sqlanon.release.lhd_release import release_lhd
@@ -168,6 +169,7 @@ def server_release_lhd(
     dry_run: bool | None = False,
     recoding: str = "local",
     dataset: str | None = None,
+    policy: str = DEFAULT_LHD_POLICY,
 ) -> str:
     """``sqlanon.release_lhd(...)``: the next lHD version of ``family`` in ``schema``."""
     session = _in_schema(plpy, schema)
@@ -186,6 +188,7 @@ def server_release_lhd(
             dry_run=bool(dry_run),
             recoding=recoding,
             dataset=dataset,
+            policy=policy,
         )
     return _json(summary)
 

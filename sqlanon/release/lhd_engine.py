@@ -8,7 +8,8 @@ The stages of :mod:`~sqlanon.release.pipeline` on the engine path, as for (k,e)
    ``unit``, a hash of the values the planner tells records apart by, and ``seg``, its
    rank in its unit by key capped at ``UNIT_SINGLES``; Python reads one entry per unit
    (its values and its number of records, ``lhd_engine_units.sql``).
-2. **Plan** (pure): :func:`sqlanon.models.lhd_planner.plan_lhd` on the units, each weighted by
+2. **Plan** (pure): :func:`sqlanon.models.lhd_planner.plan_lhd` (under the release's
+   ``policy``, :mod:`sqlanon.models.lhd_defer`) on the units, each weighted by
    its records; it places the first ``UNIT_SINGLES`` records of a unit one by one and
    the rest together, so the plan is a small table: per (unit, seg) its class, its cell
    after this release and its labels.
@@ -33,7 +34,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.models.cells import Requirement
-from sqlanon.models.lhd_planner import plan_lhd
+from sqlanon.models.lhd_defer import plan_lhd_policy
 from sqlanon.models.lhd_problem import UNIT_SINGLES
 from sqlanon.release import engine_path
 from sqlanon.release.engine_path import shuffle_key
@@ -147,7 +148,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
     seg_prior = read.prior.select(entry)
 
     def within(budget: float) -> Planned:
-        plan = plan_lhd(
+        plan = plan_lhd_policy(
             quasi,
             {s: read.values[s] for s in job.sensitive},
             hierarchies,
@@ -159,6 +160,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
             weight=weight,
             over_budget="least",
             recoding=job.recoding,
+            policy=job.policy,
         )
         assert plan.rank_class is not None
         class_id = plan.rank_class[entry, seg]

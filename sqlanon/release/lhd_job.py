@@ -15,6 +15,7 @@ import numpy as np
 
 from sqlanon.errors import SuppressionLimitError
 from sqlanon.hierarchy import missing_mask
+from sqlanon.models.lhd_defer import DEFAULT_POLICY
 from sqlanon.models.lhd_planner import SLACK, LhdPlan
 from sqlanon.release.pipeline import Job, Planned, Written
 from sqlanon.session import Session
@@ -25,7 +26,9 @@ from sqlanon.state import catalog
 class LhdJob(Job):
     """An lHD release of ``sensitive`` (each l-diverse). ``checked``: the attributes
     earlier releases of the domain constrain that this one does not publish;
-    ``read_sql``: the source read (``lhd_read_source.sql``, rendered) both paths wrap."""
+    ``read_sql``: the source read (``lhd_read_source.sql``, rendered) both paths wrap;
+    ``policy``: whether appended records may be held back for narrower classes later
+    (:mod:`sqlanon.models.lhd_defer`)."""
 
     sensitive: list[str]
     checked: list[str]
@@ -34,6 +37,9 @@ class LhdJob(Job):
     max_suppression: float
     read_sql: str
     recoding: str = field(default="local", kw_only=True)  # or "global": one level per QI
+    policy: str = field(
+        default=DEFAULT_POLICY, kw_only=True
+    )  # whether appended records may wait (lhd_defer)
 
     model: ClassVar[str] = "lhd"
 

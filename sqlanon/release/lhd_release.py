@@ -23,6 +23,7 @@ from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.hierarchy import check_dataset
 from sqlanon.models.lhd_comparison import EarlierRelease
+from sqlanon.models.lhd_defer import DEFAULT_POLICY, check_policy
 from sqlanon.models.lhd_planner import ALGORITHMS, RECODINGS
 from sqlanon.release import lhd_engine, lhd_rows, pipeline
 from sqlanon.release.domain_scope import open_domain
@@ -78,6 +79,7 @@ def release_lhd(
     dry_run: bool = False,
     recoding: str = "local",
     dataset: str | None = None,
+    policy: str = DEFAULT_POLICY,
 ) -> dict[str, Any]:
     """Publish the next lHD-diverse version of ``family`` from ``source``.
 
@@ -92,9 +94,13 @@ def release_lhd(
     (:func:`sqlanon.release.pipeline.preview_of`). ``recoding``: ``'local'`` (each class
     at the lowest levels its members share) or ``'global'`` (one level per
     quasi-identifier for the whole release, :mod:`sqlanon.models.lhd_global`).
+    ``policy``: ``publish`` places every appended record it can now; ``auto`` and
+    ``defer`` may hold appended records back (within ``max_suppression``) while they can
+    only form wide classes (:mod:`sqlanon.models.lhd_defer`).
     """
     sensitive = _check_lhd_parameters(l, algorithm, max_suppression, sensitive)
     _check_recoding(recoding, algorithm)
+    check_policy(policy)
     if not isinstance(key, str):
         raise ConfigError("key must name one column")
     family = sqltext.check_family(family)
@@ -110,6 +116,7 @@ def release_lhd(
         job = _job(
             session, source, family, key, quasi, sensitive, int(l), algorithm,
             float(max_suppression), progress, domain_name, dry_run, recoding, dataset,
+            str(policy),
         )  # fmt: skip
         return pipeline.release(session, job, lhd_engine.release, lhd_rows.STEPS)
 
@@ -130,7 +137,8 @@ def _job(
     domain_name: str | None,
     dry_run: bool,
     recoding: str,
-    dataset: str | None = None,
+    dataset: str | None,
+    policy: str,
 ) -> LhdJob:
     """The release's job, inside its transaction once its family is locked: the source
     and its columns checked, its domain decided, the version's table name free."""
@@ -161,6 +169,7 @@ def _job(
         "algorithm": algorithm,
         "max_suppression": max_suppression,
         "recoding": recoding,
+        "policy": policy,
         "domain_attributes": scope.attributes,
         **release_schema(session, family, last),
     }
@@ -188,7 +197,7 @@ def _job(
         version=version, table=table, parameters=parameters, source_rows=source_rows,
         progress=progress, sensitive=sensitive, checked=checked, l=l, algorithm=algorithm,
         max_suppression=max_suppression, read_sql=read_sql, dry_run=dry_run,
-        recoding=recoding,
+        recoding=recoding, policy=policy,
     )  # fmt: skip
 
 

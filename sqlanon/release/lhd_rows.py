@@ -11,7 +11,7 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.models.cells import Requirement
-from sqlanon.models.lhd_planner import plan_lhd
+from sqlanon.models.lhd_defer import plan_lhd_policy
 from sqlanon.release import row_path
 from sqlanon.release.lhd_job import (
     LhdJob,
@@ -59,7 +59,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
     def within(budget: float) -> Planned:
         def planned(keep: np.ndarray, whole: np.ndarray) -> tuple[np.ndarray, Any]:
             idx = np.flatnonzero(keep)
-            p = plan_lhd(
+            p = plan_lhd_policy(
                 {c: quasi[c][idx] for c in job.quasi},
                 {s: values[s][idx] for s in job.sensitive},
                 found,
@@ -73,6 +73,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 changed=changed[idx],
                 whole=whole[idx],
                 recoding=job.recoding,
+                policy=job.policy,
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id

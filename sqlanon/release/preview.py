@@ -23,7 +23,7 @@ from sqlanon.state import catalog
 #: Per model: the parameters a sweep may vary, and the figures each row shows.
 SWEEPABLE = {
     "ke": ("k", "e", "policy"),
-    "lhd": ("l", "algorithm", "max_suppression", "recoding"),
+    "lhd": ("l", "algorithm", "max_suppression", "recoding", "policy"),
 }
 _COMMON = ("rows_published", "held_back", "suppressed", "left_out", "chain_held")
 FIGURES = {

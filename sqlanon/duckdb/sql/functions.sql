@@ -10,9 +10,10 @@ CREATE OR REPLACE TEMP MACRO sqlanon_release_ke(source, family, key := NULL, sen
                         dataset);
 CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, quasi := [],
         sensitive := [], l := 2, algorithm := 'auto', max_suppression := 0.05,
-        domain := NULL, dry_run := false, recoding := 'local', dataset := NULL) AS
+        domain := NULL, dry_run := false, recoding := 'local', dataset := NULL,
+        policy := 'publish') AS
     _sqlanon_release_lhd(source, family, key, quasi, sensitive, l, algorithm, max_suppression,
-                         domain, dry_run, recoding, dataset);
+                         domain, dry_run, recoding, dataset, policy);
 -- The data owner's erasure: deletions from the source reach the state now, unpublished.
 CREATE OR REPLACE TEMP MACRO sqlanon_erase(source) AS _sqlanon_erase(source);
 -- folder := NULL: the hierarchies bundled with sqlanon (dataset 'adult')

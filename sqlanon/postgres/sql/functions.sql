@@ -78,8 +78,7 @@ DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bi
     double precision, text);
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
     text, double precision, text);
--- Before global recoding (issue 26) release_lhd had no `recoding` argument: that signature
--- goes, the new one takes it last with DEFAULT 'local', so every earlier call still works.
+-- Before global recoding and lHD policies (issue 26) release_lhd had neither argument.
 DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
     double precision, text, boolean);
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
@@ -95,6 +94,13 @@ DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bi
     double precision, text, boolean, text);
 DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
     text, double precision, text, boolean, text);
+
+-- Before lHD policies (issue 26) release_lhd ended with `dataset`: that signature goes,
+-- the new one takes `policy` last with DEFAULT 'publish'.
+DROP FUNCTION IF EXISTS sqlanon.release_lhd(text, text, text, text[], text[], bigint, text,
+    double precision, text, boolean, text, text);
+DROP FUNCTION IF EXISTS sqlanon._release_lhd(text, text, text, text, text[], text[], bigint,
+    text, double precision, text, boolean, text, text);
 
 CREATE OR REPLACE FUNCTION sqlanon._release_ke(schema text, source text, family text,
         key text, sensitive text, quasi text[], k bigint, e double precision, policy text,
@@ -128,13 +134,14 @@ $fn$;
 CREATE OR REPLACE FUNCTION sqlanon._release_lhd(schema text, source text, family text,
         key text, quasi text[], sensitive text[], l bigint, algorithm text,
         max_suppression double precision, domain text, dry_run boolean DEFAULT false,
-        recoding text DEFAULT 'local', dataset text DEFAULT NULL)
+        recoding text DEFAULT 'local', dataset text DEFAULT NULL,
+        policy text DEFAULT 'publish')
 RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
 AS $py$
 # sqlanon: prologue
 from sqlanon.postgres import server
-return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run, recoding, dataset)
+return server.server_release_lhd(plpy, schema, source, family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run, recoding, dataset, policy)
 $py$;
 
 CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
@@ -142,7 +149,7 @@ CREATE OR REPLACE FUNCTION sqlanon.release_lhd(source text, family text,
         l bigint DEFAULT 2, algorithm text DEFAULT 'auto',
         max_suppression double precision DEFAULT 0.05, domain text DEFAULT NULL,
         dry_run boolean DEFAULT false, recoding text DEFAULT 'local',
-        dataset text DEFAULT NULL)
+        dataset text DEFAULT NULL, policy text DEFAULT 'publish')
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -151,7 +158,7 @@ DECLARE
 BEGIN
     RETURN sqlanon._release_lhd(CAST(pg_catalog.current_schema() AS pg_catalog.text), source,
         family, key, quasi, sensitive, l, algorithm, max_suppression, domain, dry_run,
-        recoding, dataset);
+        recoding, dataset, policy);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,
