@@ -23,7 +23,9 @@ static optimum of its records). Planner time is the sum over the 11 versions; *w
 release* (paper, auto, independent) is the 11 ``sqlanon.release_ke`` calls through a
 DuckDB file. Exposed records at the last version: ``sqlanon.attacker``'s worst-case
 cell check and its sound multiset subtraction attack, reported apart. Every time is one
-run (the figures' shapes, not a benchmark).
+run (the figures' shapes, not a benchmark); planner times are the CPU seconds of this
+process (the planners are single-threaded; on a shared machine wall time would measure
+the other jobs too), whole-release times are wall seconds.
 
 ``tests/test_experiments_docs.py`` recomputes one setting per figure's deterministic
 columns (errors, exposed, held back, discards, versions) and fails when the section is
@@ -119,7 +121,7 @@ def run_pure(values: np.ndarray, counts: list[int], k: int, e: float, strategy: 
         v = values[:count]
         pad = np.full(count - prev_group.size, -1, dtype=np.int64)
         cell, group = np.r_[prev_cell, pad], np.r_[prev_group, pad]
-        start = time.perf_counter()
+        start = time.process_time()  # the planners are single-threaded: CPU seconds
         if strategy == "paper":
             plan = plan_paper(v, cell, group, k, e)
             new_group, new_cell, error = plan.group, plan.cell, plan.sum_of_errors
@@ -137,7 +139,7 @@ def run_pure(values: np.ndarray, counts: list[int], k: int, e: float, strategy: 
             new_group, new_cell, error = naive.group, naive.group, naive.sum_of_errors
             candidates += naive.candidates
             discardable += naive.discardable
-        spent = time.perf_counter() - start
+        spent = time.process_time() - start
         seconds += spent
         slowest = max(slowest, spent)
         history.append(new_group)
@@ -467,9 +469,11 @@ def markdown(results: list[dict[str, Any]], quick: bool) -> str:
         f"DuckDB {duckdb.__version__}. Data: the bundled Adult records with capital-loss > 0 "
         "(1,427, the seeds' 1,427), static part 713, then appends: ten equal parts of the "
         "rest (Figs. 15-20), or appends of 6-14% of the static part while the data lasts "
-        "(Figs. 21/22)." + versions_note(results) + " Every time here (planner seconds, "
-        "whole-release seconds) is one run, not a median: the figures' shapes, not a "
-        "benchmark (BENCHMARKS.md has medians). *naive*: "
+        "(Figs. 21/22)." + versions_note(results) + " Every time here is one run, not a "
+        "median: the figures' shapes, not a benchmark (BENCHMARKS.md has medians). Planner "
+        "seconds are CPU seconds of the planning process (single-threaded, so a quiet "
+        "machine's wall time; other jobs on this shared machine do not count), summed over "
+        "the versions; whole-release seconds are wall time through DuckDB. *naive*: "
         "Definition 5 against every partition of every earlier release (the seeds' "
         "baseline as they describe it); *naive+overlap*: with Lemma 1's overlap test too. "
         "*Overlap test discards*: of the (k,e)-valid candidate runs over the versions, "
@@ -483,8 +487,8 @@ def markdown(results: list[dict[str, Any]], quick: bool) -> str:
         "algorithm and 5,374-29,715 s for the naive one on 1,427 records; here the slowest "
         f"version took the seeds' algorithm {slowest_version(results, 'paper'):.2f} s, "
         f"the naive one {slowest_version(results, 'naive'):.2f} s and naive+overlap "
-        f"{slowest_version(results, 'naive+overlap'):.2f} s (one run each, on a shared "
-        "machine), because both use the O(n) DP with numpy "
+        f"{slowest_version(results, 'naive+overlap'):.2f} s (CPU seconds, one run each), "
+        "because both use the O(n) DP with numpy "
         "(the naive one checks every candidate against every old partition, vectorised "
         "over starts). The comparison that carries over is the ratio and the trends.\n",
     ]
