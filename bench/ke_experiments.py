@@ -24,8 +24,8 @@ release* (paper, auto, independent) is the 11 ``sqlanon.release_ke`` calls throu
 DuckDB file. Exposed records at the last version: ``sqlanon.attacker``'s worst-case
 cell check and its sound multiset subtraction attack, reported apart. Every time is one
 run (the figures' shapes, not a benchmark); planner times are the CPU seconds of this
-process (the planners are single-threaded; on a shared machine wall time would measure
-the other jobs too), whole-release times are wall seconds.
+process (the planners are single-threaded), whole-release times are wall seconds; both
+grow when the shared machine is busy.
 
 ``tests/test_experiments_docs.py`` recomputes one setting per figure's deterministic
 columns (errors, exposed, held back, discards, versions) and fails when the section is
@@ -471,9 +471,10 @@ def markdown(results: list[dict[str, Any]], quick: bool) -> str:
         "rest (Figs. 15-20), or appends of 6-14% of the static part while the data lasts "
         "(Figs. 21/22)." + versions_note(results) + " Every time here is one run, not a "
         "median: the figures' shapes, not a benchmark (BENCHMARKS.md has medians). Planner "
-        "seconds are CPU seconds of the planning process (single-threaded, so a quiet "
-        "machine's wall time; other jobs on this shared machine do not count), summed over "
-        "the versions; whole-release seconds are wall time through DuckDB. *naive*: "
+        "seconds are CPU seconds of the planning process, summed over the versions; "
+        "whole-release seconds are wall time through DuckDB. Both grow when the shared "
+        "machine is busy (CPU time less than wall time, but cores and caches are shared): "
+        "compare the ratios within one run, not the absolute seconds. *naive*: "
         "Definition 5 against every partition of every earlier release (the seeds' "
         "baseline as they describe it); *naive+overlap*: with Lemma 1's overlap test too. "
         "*Overlap test discards*: of the (k,e)-valid candidate runs over the versions, "
@@ -511,7 +512,9 @@ def markdown(results: list[dict[str, Any]], quick: bool) -> str:
                 parts.append(
                     "No e gives "
                     + ", ".join(str(p) for p in missing)
-                    + " static partitions (k = 2), so those points are missing: "
+                    + " static partitions (k = 2), so "
+                    + ("that point is" if len(missing) == 1 else "those points are")
+                    + " missing: "
                     + "; ".join(unreachable(capital_loss(), p) for p in missing)
                     + ".\n"
                 )
