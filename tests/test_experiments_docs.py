@@ -11,6 +11,7 @@ plots; commit them with the change.
 
 from __future__ import annotations
 
+import csv
 import math
 import sys
 from pathlib import Path
@@ -24,8 +25,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import ke_experiments  # noqa: E402
 import lhd_experiments  # noqa: E402
 import lhd_figures  # noqa: E402
-from lhd_pure import DEFAULT_DATA, load_seed_subset  # noqa: E402
 
+import sqlanon  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_directory  # noqa: E402
 
 EXPERIMENTS = ROOT / "docs" / "EXPERIMENTS.md"
@@ -95,11 +96,20 @@ def assert_fresh(
 
 @pytest.fixture(scope="module")
 def seed() -> tuple[dict[str, np.ndarray], dict[str, Hierarchy]]:
-    """Seed 002's records and ARX hierarchies, as the lHD scripts load them."""
-    assert (DEFAULT_DATA / "adult.data").exists(), (
-        f"{DEFAULT_DATA}: the shared Adult data the bench scripts read is missing"
-    )
-    return load_seed_subset(DEFAULT_DATA), load_directory(DEFAULT_DATA, "adult")
+    """Seed 002's records and ARX hierarchies as the lHD scripts load them, from the
+    copies bundled with sqlanon (a clone has no ``../shared``): the same 1,427 records of
+    ``adult.data`` in file order (``sqlanon/data/ATTRIBUTION.md``), the same ARX files."""
+    bundled = Path(sqlanon.__file__).parent / "data"
+    with (bundled / "adult_capital_loss.csv").open(newline="") as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: int(r["id"]))
+    table = {
+        name.replace("_", "-"): np.array([r[name] for r in rows], dtype=object)
+        for name in rows[0]
+        if name != "id"
+    }
+    for numeric in ("age", "capital-loss", "hours-per-week"):
+        table[numeric] = table[numeric].astype(np.int64)
+    return table, load_directory(bundled / "hierarchies", "adult")
 
 
 # -------------------------------------------------------- docs/EXPERIMENTS.md, 000/001
