@@ -8,7 +8,8 @@ A fenced block's info string says how it runs:
 - ``console``: each ``$ sqlanon ...`` line run through the CLI in this process (exit 0);
   lines without ``$ `` are output shown to the reader;
 - not run here: ``bash`` (installs and the repository's scripts, which CI runs itself),
-  ``yaml``, ``text`` (file formats, output), and blocks for another engine, tagged
+  ``yaml``, ``text`` (file formats, output, diagrams), ``python sketch`` (an outline of
+  an interface in docs/ARCHITECTURE.md, not code to run), and blocks for another engine, tagged
   ``sql postgres``, ``python spark``, ``sql dbt``: they need a server, a JVM or dbt, and
   the same calls run in ``tests/test_postgres_*.py``, ``tests/test_spark.py`` and
   ``tests/test_dbt.py`` (``examples/dbt`` is the dbt guide's project).
@@ -32,7 +33,7 @@ from sqlanon.cli import main as cli_main
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^```([\w ]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 RUN = {"python", "sql", "console"}
-NOT_RUN = {"bash", "yaml", "text", "sql postgres", "python spark", "sql dbt"}
+NOT_RUN = {"bash", "yaml", "text", "python sketch", "sql postgres", "python spark", "sql dbt"}
 # Files whose blocks run together, in order, in one fresh directory and namespace.
 CHAINS = {
     "readme": ["README.md"],
@@ -85,7 +86,9 @@ def run_chain(names: list[str]) -> dict[str, Any]:
             elif lang == "sql":
                 con = namespace["con"]
                 for statement in statements(code):
-                    namespace["_results"].append((name, statement, con.execute(statement).fetchall()))
+                    namespace["_results"].append(
+                        (name, statement, con.execute(statement).fetchall())
+                    )
             elif lang == "console":
                 for argv in commands(code):
                     assert argv[0] == "sqlanon", f"{name}: a console line runs sqlanon only: {argv}"
@@ -110,7 +113,9 @@ def test_every_block_is_run_or_says_why_not() -> None:
         assert not kinds & RUN or name in chained, f"{name} has runnable blocks no chain runs"
 
 
-def test_the_readme_runs_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_readme_runs_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     namespace = run_chain(CHAINS["readme"])
     assert json.loads(namespace["con"].execute("SELECT sqlanon_audit('adult_ke')").fetchone()[0])
@@ -128,9 +133,15 @@ def test_the_owner_and_analyst_guides_run_from_any_directory(
     assert again[1].get("unchanged") is True
     assert all(r["exposed"] == 0 for r in sql_result(namespace, "SELECT sqlanon_audit('adult_ke')"))
     assert sql_result(namespace, "SELECT sqlanon_load_hierarchies('adult'")["attributes"]
-    lhd = [json.loads(r[0][0]) for n, s, r in namespace["_results"] if "sqlanon_release_lhd('adult'" in s]
+    lhd = [
+        json.loads(r[0][0])
+        for n, s, r in namespace["_results"]
+        if "sqlanon_release_lhd('adult'" in s
+    ]
     assert [s["family"] for s in lhd] == ["adult_pgs", "adult_gzs"]
-    assert all(r["exposed"] == 0 for r in sql_result(namespace, "SELECT sqlanon_audit('patients_lhd')"))
+    assert all(
+        r["exposed"] == 0 for r in sql_result(namespace, "SELECT sqlanon_audit('patients_lhd')")
+    )
     assert (tmp_path / "patients_lhd_report.html").is_file()
     export = sql_result(namespace, "SELECT sqlanon_export('main.adult'")
     assert export["families"] == ["adult_gzs", "adult_ke", "adult_pgs"]
