@@ -96,7 +96,7 @@ _READ_DB_HELP = (
     "the database: an existing DuckDB file (never created), a postgresql:// URL or a Spark "
     "master (local[2], spark://...)"
 )
-_DOMAIN_HELP = "the people behind the source (README, Domains); decided when not given"
+_DOMAIN_HELP = "the people behind the source (docs/OWNER.md, Domains); decided when not given"
 _SOURCE_HELP = "the private table to publish (table or schema.table)"
 _FAMILY_HELP = "the release family: the name analysts query (its versions are <family>_v<n>)"
 _KEY_HELP = "the column that identifies a record (unique, never published)"
@@ -106,7 +106,7 @@ _QUASI_HELP = (
 )
 _K_HELP = "(k,e): every published group holds at least k records"
 _E_HELP = "(k,e): and its sensitive values span at least e (max - min)"
-_POLICY_HELP = "how records of earlier groups are planned again (README, Policies)"
+_POLICY_HELP = "how records of earlier groups are planned again (docs/OWNER.md, The privacy rule)"
 _L_HELP = "lHD: every published class holds at least l distinct values of each sensitive column"
 _ALGORITHM_HELP = "lHD planner (auto picks by size)"
 _MAX_SUPPRESSION_HELP = (
