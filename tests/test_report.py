@@ -19,6 +19,7 @@ import pytest
 import sqlanon
 from sqlanon.demo import load_adult
 from sqlanon.errors import ConfigError
+from sqlanon.report.page import write_report
 from tests.test_release_duckdb import make_people
 
 HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
@@ -458,3 +459,28 @@ def test_a_release_made_with_a_seed_is_flagged(tmp_path: Path) -> None:
     page = report({"path": path}, "pay_s", tmp_path / "seeded.html")
     block = page[page.index('<div class="warning" id="seeded">') :]
     assert "1 release(s) made with a seed" in block and "pay_s v1" in block
+
+
+@pytest.mark.parametrize("sensitive", [["diagnosis", "salary"], ["diagnosis"]])
+def test_an_lhd_report_sums_its_first_numeric_sensitive_attribute(
+    tmp_path: Path, sensitive: list[str]
+) -> None:
+    """A text attribute first (a diagnosis) is not summed: the workload takes the first
+    numeric one, or says there is none; the report is written either way."""
+    con = duckdb.connect(str(tmp_path / "clinic.duckdb"))
+    sqlanon.install(con)
+    make_people(con, 60)
+    con.execute("ALTER TABLE people ADD COLUMN diagnosis VARCHAR")
+    con.execute("UPDATE people SET diagnosis = ['flu', 'cold', 'asthma'][1 + id % 3]")
+    (tmp_path / "people_hierarchy_sex.csv").write_text("F;*\nM;*\n")
+    sqlanon.load_hierarchies(con, "people", str(tmp_path))
+    sqlanon.hierarchy_widths(con, "people", "age", [10, 20])
+    sqlanon.release_lhd(
+        con, "people", "people_l", key="id", quasi=["age", "sex"], sensitive=sensitive, l=2
+    )
+    page = write_report(con, "people_l", tmp_path / "r.html").read_text()
+    con.close()
+    if "salary" in sensitive:
+        assert "AVG/SUM queries of <code>salary</code>" in page and 'id="widths"' in page
+    else:
+        assert "Not available: no sensitive attribute of this family is numeric" in page

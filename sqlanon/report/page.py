@@ -24,6 +24,7 @@ for the audit: it is for the data owner, not for analysts.
 from __future__ import annotations
 
 import base64
+import decimal
 import html
 import io
 import math
@@ -107,9 +108,14 @@ def render_report(
         spread = _class_sizes_chart(session, versions, figure_class)
         spread_title = "Class sizes per version (largest first)"
     queries = workload(session, versions[0])
-    answers = [_widths(session, r, queries) for r in versions]
+    aggregated = _aggregated(session, versions[-1])
+    if aggregated is None:
+        queries = []
+    answers = [_widths(session, r, queries, aggregated or "") for r in versions]
     widths = [w for w, _ in answers]
     refused = next((reason for _, reason in answers if reason), "")
+    if aggregated is None:
+        refused = "no sensitive attribute of this family is numeric: nothing to sum"
     if any(np.isfinite(w).any() for w in widths):
         width_chart: str | None = _widths_chart(versions, widths, figure_class)
     else:
@@ -125,8 +131,9 @@ def render_report(
     if sweep:
         waiting += _sweep_section(preview_next(session, versions[-1], sweep), sweep)
     return _page(
-        family, versions, rows, audit, waiting, spread_title, spread, width_chart, refused, queries
-    )
+        family, versions, rows, audit, waiting, spread_title, spread, width_chart, refused,
+        queries, aggregated or "",
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ data
@@ -170,9 +177,27 @@ def _quasi(r: catalog.Release) -> list[str]:
 
 
 def _sensitive(r: catalog.Release) -> str:
-    """The column the workload aggregates (lHD: the first sensitive attribute)."""
+    """The sensitive column of a (k,e) release (lHD: its first sensitive attribute)."""
     sensitive = r.parameters["sensitive"]
     return sensitive if isinstance(sensitive, str) else sensitive[0]
+
+
+def _aggregated(session: Session, r: catalog.Release) -> str | None:
+    """The column the workload sums: the first numeric sensitive attribute of ``r``
+    (lHD may publish text ones: a diagnosis), None when there is none."""
+    sensitive = r.parameters["sensitive"]
+    names = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    q = session.quote_ident
+    picked = ", ".join(q(n) for n in names)
+    found = session.query(f"SELECT {picked} FROM {release_relation(session, r)} LIMIT 1")  # noqa: S608 - quoted
+    if not found:
+        return names[0]
+    numeric = [
+        n
+        for n, v in zip(names, found[0], strict=True)
+        if isinstance(v, int | float | decimal.Decimal) and not isinstance(v, bool)
+    ]
+    return numeric[0] if numeric else None
 
 
 def workload(session: Session, first: catalog.Release, size: int = WORKLOAD_SIZE) -> list[Query]:
@@ -280,12 +305,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | np.number) and not isinstance(value, bool)
 
 
-def _widths(session: Session, r: catalog.Release, queries: list[Query]) -> tuple[np.ndarray, str]:
+def _widths(
+    session: Session, r: catalog.Release, queries: list[Query], sensitive: str
+) -> tuple[np.ndarray, str]:
     """(high - low) / |estimate| of each query on version ``r``; NaN when the query has no
     answer there (no matching rows, estimate 0, or a query the rewriter refuses), and the
     rewriter's first refusal (e.g. lHD releases have no interval answers yet)."""
     releases = release_catalog(session)
-    sensitive = _sensitive(r)
     out = np.full(len(queries), np.nan)
     refused = ""
     for i, query in enumerate(queries):
@@ -471,6 +497,7 @@ def _page(
     width_png: str | None,
     refused: str,
     queries: list[Query],
+    aggregated: str,
 ) -> str:
     first = versions[0]
     e = html.escape
@@ -480,8 +507,7 @@ def _page(
     model = "(k,e)" if first.model == "ke" else "lHD-diversity"
     sample = versions[-1].table_name
     shown = "\n".join(
-        f"<li><code>{e(qy.sql(sample, _sensitive(first), 'duckdb'))}</code></li>"
-        for qy in queries[:4]
+        f"<li><code>{e(qy.sql(sample, aggregated, 'duckdb'))}</code></li>" for qy in queries[:4]
     )
     if width_png is None:
         widths = f'<p class="note">Not available: {e(refused)}.</p>'
@@ -511,7 +537,7 @@ up to that version (every family, both models) can pin down (<code>sqlanon audit
 <h2>{e(spread_title)}</h2>
 <img id="spread" alt="{e(spread_title)}" src="data:image/png;base64,{spread_png}">
 <h2>Interval width of a fixed query workload</h2>
-<p>{len(queries)} AVG/SUM queries of <code>{e(_sensitive(first))}</code> with predicates on
+<p>{len(queries)} AVG/SUM queries of <code>{e(aggregated)}</code> with predicates on
 quasi values the first version published, answered with hard intervals on each
 <code>{e(family)}_v&lt;N&gt;</code>. A point per query, the line is the mean of
 (high - low) / |estimate|. The first queries, on the newest version:</p>
