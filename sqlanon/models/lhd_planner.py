@@ -181,6 +181,7 @@ def plan_lhd(
     changed: Sequence[bool] | np.ndarray | None = None,
     whole: Sequence[bool] | np.ndarray | None = None,
     recoding: str = "local",
+    anticipate: Mapping[str, tuple[int, float]] | None = None,
 ) -> LhdPlan:
     """Partition the records into lHD-diverse classes (see the module docstring).
 
@@ -199,6 +200,9 @@ def plan_lhd(
     ``whole[i]``: record i's old cell must not be split (:func:`keep_whole`).
     ``recoding='global'``: one level per QI for the whole release
     (:mod:`sqlanon.models.lhd_global`; then ``algorithm`` must stay ``'auto'``).
+    ``anticipate``: attribute -> (distinct values, spread) a piece of new records must
+    also hold, what other families of the domain will ask of it to publish it later
+    (an attribute among ``sensitive`` or ``checked``; others are ignored).
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -217,7 +221,7 @@ def plan_lhd(
             "levels itself: leave algorithm 'auto'"
         )
     given = LhdProblem.build(
-        quasi, sensitive, hierarchies, l, prior, checked or {}, weight, changed
+        quasi, sensitive, hierarchies, l, prior, checked or {}, weight, changed, anticipate
     )
     problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())

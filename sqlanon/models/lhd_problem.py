@@ -101,6 +101,7 @@ class LhdProblem:
         checked: Mapping[str, Sequence[Any] | np.ndarray],
         weight: Sequence[int] | np.ndarray | None = None,
         changed: Sequence[bool] | np.ndarray | None = None,
+        anticipate: Mapping[str, tuple[int, float]] | None = None,
     ) -> LhdProblem:
         if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 2:
             raise ConfigError(f"l must be an integer >= 2, got {l!r}")
@@ -155,7 +156,9 @@ class LhdProblem:
             sa_values=sa_values,
             weight=weights.astype(np.int64),
         )
-        problem._set_cells(prior if prior is not None else Cells.empty(n), sensitive, checked)
+        problem._set_cells(
+            prior if prior is not None else Cells.empty(n), sensitive, checked, anticipate or {}
+        )
         if changed is not None:
             flags = np.asarray(changed, dtype=bool)
             if flags.shape != (n,):
@@ -168,6 +171,7 @@ class LhdProblem:
         prior: Cells,
         sensitive: Mapping[str, Sequence[Any] | np.ndarray],
         checked: Mapping[str, Sequence[Any] | np.ndarray],
+        anticipate: Mapping[str, tuple[int, float]],
     ) -> None:
         if prior.cell.size != self.n:
             raise ConfigError(
@@ -178,13 +182,22 @@ class LhdProblem:
         self.new_cell = int(ids.size)
         self.piece_cell = np.full(self.n, self.new_cell, dtype=np.int64)
         self.piece_cell[old] = dense.reshape(-1)
-        names, distinct, spread = prior.widened(self.sensitive)
+        # A piece of new records also meets what other families of the domain will ask
+        # of it (``anticipate``: attribute -> (distinct, spread)), so that they can
+        # publish it later; only attributes whose values the planner has count.
+        ahead = {a: need for a, need in anticipate.items() if a in sensitive or a in checked}
+        names, distinct, spread = prior.widened([*self.sensitive, *ahead])
         keep_d = np.vstack([distinct[ids], np.zeros((1, len(names)), np.int64)])
         keep_s = np.vstack([spread[ids], np.zeros((1, len(names)))])
         need_d = keep_d.copy()
         for s in self.sensitive:
             need_d[:, names.index(s)] = np.maximum(need_d[:, names.index(s)], self.l)
-        self.need_distinct, self.need_spread = need_d, keep_s.copy()
+        need_s = keep_s.copy()
+        for a, (least, span) in ahead.items():
+            j = names.index(a)
+            need_d[-1, j] = max(need_d[-1, j], int(least))
+            need_s[-1, j] = max(need_s[-1, j], float(span))
+        self.need_distinct, self.need_spread = need_d, need_s
         self.keep_distinct, self.keep_spread = keep_d, keep_s
         self.check_codes, self.check_numbers = [], []
         for j, a in enumerate(names):
@@ -203,7 +216,7 @@ class LhdProblem:
                     f"earlier releases constrain {a!r}; give its values (checked) to plan"
                 )
             self.check_codes.append(codes)
-            wants_spread = bool((keep_s[:, j] > 0).any())
+            wants_spread = bool((need_s[:, j] > 0).any())
             self.check_numbers.append(
                 np.asarray(column, dtype=np.float64) if wants_spread else None
             )

@@ -161,6 +161,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
             over_budget="least",
             recoding=job.recoding,
             policy=job.policy,
+            anticipate=job.anticipate,
         )
         assert plan.rank_class is not None
         class_id = plan.rank_class[entry, seg]

@@ -37,6 +37,8 @@ class LhdJob(Job):
     max_suppression: float
     read_sql: str
     recoding: str = field(default="local", kw_only=True)  # or "global": one level per QI
+    # what other families of the domain ask of a cell: attribute -> (distinct, spread)
+    anticipate: dict[str, tuple[int, float]] = field(default_factory=dict, kw_only=True)
     policy: str = field(
         default=DEFAULT_POLICY, kw_only=True
     )  # whether appended records may wait (lhd_defer)

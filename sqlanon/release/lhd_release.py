@@ -157,6 +157,7 @@ def _job(
     # Attributes earlier releases constrain that this one does not publish: every
     # piece of an old cell must keep them, so they are read (never written).
     checked = [a for a in scope.before if a not in sensitive]
+    anticipate = _anticipated(session, scope.name, family)
     parameters = {
         "source": src.label,
         # what the source is (a copy, view or dbt model of): names a new domain and
@@ -197,8 +198,30 @@ def _job(
         version=version, table=table, parameters=parameters, source_rows=source_rows,
         progress=progress, sensitive=sensitive, checked=checked, l=l, algorithm=algorithm,
         max_suppression=max_suppression, read_sql=read_sql, dry_run=dry_run,
-        recoding=recoding, policy=policy,
+        recoding=recoding, policy=policy, anticipate=anticipate,
     )  # fmt: skip
+
+
+def _anticipated(session: Session, domain: str, family: str) -> dict[str, tuple[int, float]]:
+    """What the other families of ``domain`` ask of a cell, per attribute: (distinct
+    values, spread), the most over their newest versions ((k,e): k and e of its
+    sensitive attribute; lHD: l of each). A piece of new records planned now meets it
+    too, else those families could never publish its records (a cell only shrinks)."""
+    newest: dict[str, catalog.Release] = {}
+    for r in catalog.domain_releases(session, domain):
+        if r.family != family:
+            newest[r.family] = r
+    found: dict[str, tuple[int, float]] = {}
+    for r in newest.values():
+        p = r.parameters
+        if r.model == "ke":
+            asks = {p["sensitive"]: (int(p["k"]), float(p["e"]))}
+        else:
+            asks = {a: (int(p["l"]), 0.0) for a in p["sensitive"]}
+        for a, (least, span) in asks.items():
+            was = found.get(a, (0, 0.0))
+            found[a] = (max(was[0], least), max(was[1], span))
+    return found
 
 
 def _check_lhd_parameters(

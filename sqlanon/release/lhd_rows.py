@@ -74,6 +74,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 whole=whole[idx],
                 recoding=job.recoding,
                 policy=job.policy,
+                anticipate=job.anticipate,
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id
