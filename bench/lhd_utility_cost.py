@@ -139,6 +139,7 @@ def _plan_lhd(
     hierarchies: dict[str, Hierarchy],
     m: int,
     prior: Cells | None,
+    anticipate: dict[str, tuple[int, float]] | None = None,
 ) -> tuple[lhd_planner.LhdPlan, bool]:
     checked = None
     if prior is not None:
@@ -151,6 +152,7 @@ def _plan_lhd(
         prior=prior,
         algorithm="auto",
         checked=checked,
+        anticipate=anticipate,
     )
     try:
         return lhd_planner.plan_lhd(**kwargs, max_suppression=0.05), False  # type: ignore[arg-type]
@@ -170,11 +172,19 @@ def run_sequence(
     out = Sequence_(method)
     cells = Cells.empty(n)
     published = np.zeros(n, dtype=bool)
+    asks: dict[str, dict[str, tuple[int, float]]] = {}  # family -> what its cells need
     for spec, m in zip(specs, sizes, strict=True):
         prior = cells.select(np.arange(m)) if method == "sqlanon" else None
         start = time.perf_counter()
         if isinstance(spec, LhdSpec):
-            plan, relaxed = _plan_lhd(spec, data, hierarchies, m, prior)
+            # as a release does: new pieces meet the domain's other families
+            ahead: dict[str, tuple[int, float]] = {}
+            for family, need in asks.items():
+                for a, (least, span) in need.items():
+                    if family != spec.name:
+                        was = ahead.get(a, (0, 0.0))
+                        ahead[a] = (max(was[0], least), max(was[1], span))
+            plan, relaxed = _plan_lhd(spec, data, hierarchies, m, prior, ahead or None)
             local, algorithm = plan.class_id, plan.algorithm
         else:
             values = data[spec.sensitive][:m]
@@ -206,6 +216,11 @@ def run_sequence(
         out.audited.append(spec.audited(group))
         cells = cells.then(group, spec.requirement())
         published |= group >= 0
+        if method == "sqlanon":
+            if isinstance(spec, LhdSpec):
+                asks[spec.name] = dict.fromkeys(spec.sensitive, (spec.l, 0.0))
+            else:
+                asks[spec.name] = {spec.sensitive: (spec.k, spec.e)}
     return out
 
 
@@ -652,6 +667,10 @@ K release can be split into at most {bound} pieces with 5 distinct values in all
 second release's own l ignored); the next release ({k_first[0][1].name}) uses {pieces}.
 The (k,e) "sum of errors" compares releases of different coverage (sqlanon leaves the
 suppressed rows out, which also removes their error), so a cost below 1x there is no gain.
+Once **K** is in the domain, A and B plan their new records in pieces that also hold K's
+k=5 distinct values spanning e=20 (and B's pieces A's l, A's B's: what the domain's other
+families ask of a cell, as a release does), so that K can publish them later; the records
+A's first version placed before K existed stay out of K.
 
 {mixed_text}
 """
