@@ -507,6 +507,8 @@ def test_cli_release_and_bad_input(tmp_path: Path) -> None:
             "id",
             "--sensitive",
             "nope",
+            "--quasi",
+            "age",
             "--k",
             "3",
             "--e",
