@@ -30,6 +30,8 @@ from tests.test_rewrite_support import (
     on_source,
 )
 
+pytestmark = pytest.mark.slow  # a long file: handed out first (tests/conftest.py)
+
 AGGS = {
     "cnt": ("count", "COUNT(*)"),
     "cb": ("count", "COUNT(b)"),
