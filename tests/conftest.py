@@ -109,3 +109,41 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     assert sqlanon.install(session) == []  # idempotent
     yield session
     session.stop()
+
+
+# --- how scripts/test spreads the files over its workers --------------------------------
+
+
+def _spark_file(path: str | Path) -> bool:
+    """The files of real-Spark tests are named so (tests/test_*spark*.py)."""
+    return "spark" in Path(path).stem
+
+
+def _first(item: pytest.Item) -> bool:
+    """Whether ``item``'s file is handed out early: the Spark files and the files marked
+    ``slow`` (``pytestmark``)."""
+    module = item.getparent(pytest.Module)
+    slow = module is not None and module.get_closest_marker("slow") is not None
+    return slow or _spark_file(item.path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long files first, so that with ``--no-loadscope-reorder`` (scripts/test) none of
+    them starts last while the other worker idles; the order within a file stays."""
+    items.sort(key=lambda item: not _first(item))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (scripts/test), except that the Spark files make one unit: one
+    worker then starts one JVM for all of them (a process's first SparkSession costs
+    ~20 s; later ones reuse its JVM and start in under one)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SparkTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            return "spark" if _spark_file(scope) else scope
+
+    return SparkTogether(config, log)

@@ -31,6 +31,8 @@ from sqlanon.api import load_hierarchies as sqlanon_load_hierarchies
 from sqlanon.duckdb.dbt import Plugin, package_dir
 from sqlanon.postgres.install import install_postgres
 
+pytestmark = pytest.mark.slow  # a long file: handed out first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "dbt"
 ADULT_CSV = ROOT / "sqlanon" / "data" / "adult_capital_loss.csv"

@@ -20,6 +20,8 @@ from sqlanon.models.lhd_comparison import (
 )
 from sqlanon.models.lhd_planner import LhdPlan, plan_lhd
 
+pytestmark = pytest.mark.slow  # a long file: handed out first (tests/conftest.py)
+
 # Seed 002, Table 4 (Education, Age and Disease are not used by Tables 7-11).
 POSITION = ["Accounting", "Accounting", "Programmer", "Programmer", "Lecturer", "Lecturer",
             "Lecturer"]  # fmt: skip

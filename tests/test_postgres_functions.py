@@ -23,7 +23,7 @@ import sqlanon
 from sqlanon.errors import PermissionDeniedError
 from sqlanon.postgres.install import PostgresInstall, install_postgres
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]  # slow: handed out first (conftest)
 
 DATA = Path(sqlanon.__file__).resolve().parent / "data"
 INT_COLUMNS = {"id", "age", "education_num", "capital_gain", "capital_loss", "hours_per_week"}

@@ -21,7 +21,16 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from sqlanon.rewriter import rewrite
-from tests.test_rewrite_support import answer, catalog_of, fetch, make_release, on_source
+from tests.test_rewrite_support import (
+    answer,
+    catalog_of,
+    fetch,
+    insert_rows,
+    make_release,
+    on_source,
+)
+
+pytestmark = pytest.mark.slow  # a long file: handed out first (tests/conftest.py)
 
 AGGS = {
     "cnt": ("count", "COUNT(*)"),
@@ -258,10 +267,7 @@ def _all_answers(
         for i, (r, g) in enumerate(zip(rows, groups, strict=True))
         if not dead[i]
     ]
-    # One literal VALUES list: executemany costs ~0.5 ms a row.
-    if tuples:
-        values = exp.values([tuple(exp.convert(v) for v in t) for t in tuples])
-        con.execute(f"INSERT INTO worlds SELECT * FROM {values.sql('duckdb')}")  # noqa: S608
+    insert_rows(con, "worlds", tuples)
     tree = sqlglot.parse_one(sql, read="duckdb")
     tree = tree.transform(lambda n: exp.table_("worlds") if isinstance(n, exp.Table) else n)
     tree = tree.select("aid").group_by("aid")

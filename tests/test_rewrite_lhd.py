@@ -33,6 +33,8 @@ from tests.test_rewrite_fixtures import load_cases
 from tests.test_rewrite_ke import check_sound
 from tests.test_rewrite_support import fetch
 
+pytestmark = pytest.mark.slow  # a long file: handed out first (tests/conftest.py)
+
 HIERARCHIES = Path(sqlanon.__file__).parent / "data" / "hierarchies"
 EPS = 1e-6
 FUNCS = ("count", "sum", "avg", "min", "max")

@@ -75,7 +75,6 @@ def make_release(
     if ghosts is not None:
         rel_cols += ", ghost BOOLEAN"
     con.execute(f"CREATE TABLE {_ident(table)} ({rel_cols})")
-    n_q = len(quasi)
     dead = list(ghosts) if ghosts is not None else [False] * len(rows)
     src_rows = [
         (i, *[r[c] for c in quasi], int(g), r[s_name])
@@ -87,17 +86,8 @@ def make_release(
         for r, g, v, d in zip(rows, group_arr, shuffled, dead, strict=True)
     ]
     order = rng.permutation(len(rel_rows))
-    if src_rows:
-        con.executemany(
-            f"INSERT INTO {_ident(family)}_source VALUES ({', '.join(['?'] * (n_q + 3))})",  # noqa: S608
-            src_rows,
-        )
-    if rel_rows:
-        width = n_q + 2 + (ghosts is not None)
-        con.executemany(
-            f"INSERT INTO {_ident(table)} VALUES ({', '.join(['?'] * width)})",  # noqa: S608
-            [rel_rows[i] for i in order],
-        )
+    insert_rows(con, f"{_ident(family)}_source", src_rows)
+    insert_rows(con, _ident(table), [rel_rows[i] for i in order])
     con.execute(f"CREATE VIEW {_ident(family)} AS SELECT * FROM {_ident(table)}")  # noqa: S608
     con.execute(
         f"CREATE TABLE sqlanon.{_ident(table)}_bounds (group_id INTEGER, descending BOOLEAN, "
@@ -107,11 +97,7 @@ def make_release(
     bounds = []
     for g in np.unique(group_arr):
         bounds += bounds_rows(int(g), [values[i] for i in np.flatnonzero(group_arr == g)])
-    if bounds:
-        con.executemany(
-            f"INSERT INTO sqlanon.{_ident(table)}_bounds VALUES ({', '.join(['?'] * 11)})",  # noqa: S608
-            bounds,
-        )
+    insert_rows(con, f"sqlanon.{_ident(table)}_bounds", bounds)
     return ReleaseInfo(
         family=family,
         version=1,
@@ -122,6 +108,19 @@ def make_release(
         bounds_table=f"{table}_bounds",
         ghosts=sum(dead),
     )
+
+
+def insert_rows(
+    con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Append ``rows`` to ``table`` (in order) with one statement: each column goes in as
+    one list parameter, unnested side by side (executemany costs ~0.5 ms a row, and a
+    literal VALUES list built with sqlglot more than the query it feeds)."""
+    if not rows:
+        return
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    unnest = ", ".join(f"unnest(${i})" for i in range(1, len(columns) + 1))
+    con.execute(f"INSERT INTO {table} SELECT {unnest}", columns)  # noqa: S608
 
 
 def bounds_rows(group_id: int, values: Sequence[Any]) -> list[tuple[Any, ...]]:
