@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ from sqlanon.api import (
     rewrite,
 )
 from sqlanon.demo import run_demo
-from sqlanon.display import print_table
+from sqlanon.display import Progress, change_line, dry_run_line, print_table
 from sqlanon.duckdb.register import install as install_duckdb
 from sqlanon.errors import ConfigError, InternalError, SqlanonError, is_database_error
 from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
@@ -124,74 +123,6 @@ _RECODING_HELP = (
 )
 
 
-class _Progress:
-    """Progress of a long release on stderr (stdout keeps the JSON summary): one line per
-    stage with its count, the time since the stage before and its rate. Only when stderr
-    is a terminal; ``SQLANON_PROGRESS=1`` shows it elsewhere too (a CI log),
-    ``SQLANON_PROGRESS=0`` never.
-
-    ``sqlanon: rows read: 2,119,000 in 3.2 s (662,188/s)``; planning is rated by the rows
-    it planned: ``sqlanon: groups built: 21,190 in 1.4 s (1,513,571 rows/s)``."""
-
-    def __init__(self) -> None:
-        wanted = os.environ.get("SQLANON_PROGRESS", "")
-        self.shown = wanted == "1" or (wanted != "0" and sys.stderr.isatty())
-        self.since = time.monotonic()
-        self.rows = 0
-
-    def __call__(self, stage: str, count: int) -> None:
-        now = time.monotonic()
-        elapsed, self.since = now - self.since, now
-        per = count
-        unit = "/s"
-        if stage == "rows read":
-            self.rows = count
-        elif stage == "groups built":
-            per, unit = self.rows, " rows/s"
-        if self.shown:
-            rate = f"{per / elapsed:,.0f}{unit}" if elapsed > 0 else "-"
-            line = f"sqlanon: {stage}: {count:,} in {elapsed:.2f} s ({rate})"
-            print(line, file=sys.stderr, flush=True)
-
-
-def change_line(family: str, summary: dict[str, Any]) -> str:
-    """What a release did, in one line: nothing (unchanged), or its change counts and
-    the records it left out (README, "Changing tables": held back, suppressed, and how
-    many of those the chain rule left out)."""
-    if summary.get("unchanged"):
-        return f"{family}: no change since version {summary['version']}: nothing published"
-    counts = ", ".join(
-        f"{summary.get(name, 0)} {label}"
-        for name, label in (
-            ("inserted", "inserted"),
-            ("deleted", "deleted"),
-            ("quasi_changed", "quasi changed"),
-            ("value_changed", "value changed"),
-            ("ghosts", "ghosts"),
-        )
-    )
-    held, suppressed = summary.get("held_back", 0), summary.get("suppressed", 0)
-    return (
-        f"{family} version {summary['version']} published: {counts}; {held + suppressed} left "
-        f"out ({held} held back, {suppressed} suppressed; {summary.get('chain_held', 0)} of "
-        "them by the chain rule)"
-    )
-
-
-def dry_run_line(family: str, summary: dict[str, Any]) -> str:
-    """What a dry run found, in one line: the figures the release would report."""
-    if summary.get("unchanged"):
-        return f"dry run of {family}: no change since version {summary['version']}; nothing written"
-    held, suppressed = summary.get("held_back", 0), summary.get("suppressed", 0)
-    groups = "groups" if summary.get("model") == "ke" else "classes"
-    return (
-        f"dry run of {family} version {summary['version']}: "
-        f"{summary.get('rows_published', 0)} would be published, {held + suppressed} left out "
-        f"({held} held back, {suppressed} suppressed; {summary.get('chain_held', 0)} of them "
-        f"by the chain rule), {summary.get('groups', 0)} {groups}; nothing written"
-    )
-
-
 def _print_release(family: str, summary: dict[str, Any]) -> None:
     """The summary as JSON on stdout (for scripts); the line for people on stderr."""
     line = dry_run_line(family, summary) if summary.get("dry_run") else change_line(family, summary)
@@ -211,7 +142,7 @@ def _release_ke(args: argparse.Namespace) -> None:
             k=args.k,
             e=args.e,
             policy=args.policy,
-            progress=_Progress(),
+            progress=Progress(),
             domain=args.domain,
             dataset=args.dataset,
             dry_run=args.dry_run,
@@ -231,7 +162,7 @@ def _release_lhd(args: argparse.Namespace) -> None:
             l=args.l,
             algorithm=args.algorithm,
             max_suppression=args.max_suppression,
-            progress=_Progress(),
+            progress=Progress(),
             domain=args.domain,
             dataset=args.dataset,
             dry_run=args.dry_run,
@@ -390,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_setup_commands(commands)
     _add_release_commands(commands)
+    _add_state_commands(commands)
     _add_read_commands(commands)
     return parser
 
@@ -441,8 +373,8 @@ def _add_setup_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _add_release_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The commands that write a family's or a domain's state: ``release-ke``,
-    ``release-lhd``, ``erase`` and ``load-hierarchies``."""
+    """The commands that publish: ``release-ke``, ``release-lhd`` (and ``preview``, their
+    dry runs)."""
     ke = commands.add_parser("release-ke", help="publish the next (k,e) version of a family")
     _add_release_arguments(ke)
     ke.add_argument(
@@ -485,6 +417,10 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
     lhd.set_defaults(run=_release_lhd)
     _add_preview_command(commands)
 
+
+def _add_state_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that write a domain's state without a release: ``erase``,
+    ``load-hierarchies`` and ``hierarchy-widths``."""
     erase = commands.add_parser(
         "erase",
         help="apply deletions from a released source to sqlanon's state now: published "
@@ -501,7 +437,7 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
     hier.add_argument(
         "dataset",
         help="the name the files start with: the source table's, or any name a release "
-        "gives as --hierarchies",
+        "gives as --dataset",
     )
     hier.add_argument(
         "folder", nargs="?", help="folder of the CSVs (default: the bundled ones, for adult)"

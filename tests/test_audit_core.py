@@ -4,7 +4,6 @@ histories pass, the checks nest, and naive references written here agree."""
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -416,9 +415,11 @@ def test_cell_valid_histories_pass_every_check(case):
 # ----------------------------------------------------------------- size
 
 
-def test_large_history_is_fast():
+def test_large_history_is_audited():
     """5 * 10^4 records over 11 releases: old groups kept, new records in fresh groups of
-    about ten (a few random groups fail, so every check runs at every release)."""
+    about ten (a few random groups fail, so every check runs at every release). How
+    long it takes is measured by the bench scripts, never asserted here (a shared
+    machine makes a timed test flaky)."""
     rng = np.random.default_rng(7)
     n0, step, versions = 25_000, 2_500, 11
     n = n0 + step * (versions - 1)
@@ -431,14 +432,11 @@ def test_large_history_is_fast():
         releases.append(
             release(np.r_[group, np.full(n - group.size, -1)], Requirement.ke("s", 3, 20))
         )
-    start = time.perf_counter()
     audits = audit_domain({"s": values}, releases)
-    elapsed = time.perf_counter() - start
     assert len(audits) == versions and audits[-1].counts()["by_cell"] > 0
-    assert elapsed < 10, elapsed
 
 
-def test_independent_re_releases_stay_within_budget_and_time():
+def test_independent_re_releases_stay_within_budget():
     """The seeds' experiment re-released independently (an optimal partition of every
     version): the subtraction's fixed point grows about twofold per release; the budget
     keeps it bounded and it still pins nearly every record the cells expose."""
@@ -449,9 +447,7 @@ def test_independent_re_releases_stay_within_budget_and_time():
     releases = []
     for end in ends:
         releases.append(release(np.r_[optimal_partition(s[:end], 3, 20), [-1] * (1427 - end)], ke))
-    start = time.perf_counter()
     last = audit_domain({"s": s}, releases)[-1]
-    assert time.perf_counter() - start < 10
     counts = last.counts()
     assert counts["by_cell"] > 0 and counts["by_subtraction"] >= 0.9 * counts["by_cell"]
     assert counts["by_comparison"] < counts["by_subtraction"]

@@ -9,7 +9,6 @@ all ``chain_check`` looks at. Where a case is a real history, the exact attacker
 from __future__ import annotations
 
 import doctest
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -266,7 +265,8 @@ def test_missing_values_are_refused() -> None:
 # ---------------------------------------------------------------------------- the scale
 
 
-def test_a_million_records_and_hundreds_of_chains_take_well_under_seconds() -> None:
+def test_a_million_records_and_hundreds_of_chains_are_checked() -> None:
+    """At scale (its time is the bench scripts' to measure, never asserted here)."""
     rng = np.random.default_rng(7)
     n = 1_000_000
     s0 = rng.integers(0, 1000, n)
@@ -276,7 +276,6 @@ def test_a_million_records_and_hundreds_of_chains_take_well_under_seconds() -> N
     cells = cells.then(later, Requirement.ke("s0", 3, 10))
     pick = rng.permutation(n)[:600].tolist()
     chains = [Chain((pick[2 * i], pick[2 * i + 1]), (frozenset({"s0"}),)) for i in range(300)]
-    start = time.perf_counter()
     check = chain_check(cells, {"s0": s0, "s1": s1}, chains)
-    assert time.perf_counter() - start < 5.0
     assert check.failing_chains.shape == (300,)
+    assert check.failing_cells.shape == (cells.count,)

@@ -17,7 +17,8 @@ import psycopg
 import pytest
 
 import sqlanon
-from sqlanon.cli import change_line, main
+from sqlanon.cli import main
+from sqlanon.display import change_line
 from sqlanon.errors import ConfigError
 from tests.test_release_duckdb import make_people
 from tests.test_release_lhd_duckdb import make_employees

@@ -204,33 +204,13 @@ def plan_lhd(
     also hold, what other families of the domain will ask of it to publish it later
     (an attribute among ``sensitive`` or ``checked``; others are ignored).
     """
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    if not 0.0 <= max_suppression <= 1.0:
-        raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
-    if over_budget not in ("raise", "least"):
-        raise ConfigError(f"over_budget must be 'raise' or 'least', got {over_budget!r}")
-    if recoding not in RECODINGS:
-        raise ConfigError(
-            f"recoding must be 'local' (each class its own levels) or 'global' (one level "
-            f"per quasi-identifier for the whole release), got {recoding!r}"
-        )
-    if recoding == "global" and algorithm != "auto":
-        raise ConfigError(
-            f"algorithm={algorithm!r} plans local recoding; recoding='global' searches the "
-            "levels itself: leave algorithm 'auto'"
-        )
+    _check_arguments(algorithm, max_suppression, over_budget, recoding)
     given = LhdProblem.build(
         quasi, sensitive, hierarchies, l, prior, checked or {}, weight, changed, anticipate
     )
     problem, entry = given.units()
     active = np.flatnonzero(problem.placeable())
-    kept: np.ndarray = np.zeros(0, dtype=np.int64)
-    if whole is not None:
-        flags = np.asarray(whole, dtype=bool)
-        if flags.shape != (given.n,):
-            raise ConfigError(f"whole must hold one flag per record ({given.n})")
-        kept = np.unique(given.piece_cell[flags & (given.piece_cell < given.new_cell)])
+    kept = _kept_whole(given, whole)
     if recoding == "global":
         names: list[str] = []  # one plan, the lattice search's, below
     elif algorithm == "auto":
@@ -277,6 +257,37 @@ def plan_lhd(
 
 
 _ALGORITHM = {"greedy": greedy, "scalable": top_down, "refine": refine_earlier}
+
+
+def _check_arguments(
+    algorithm: str, max_suppression: float, over_budget: str, recoding: str
+) -> None:
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if not 0.0 <= max_suppression <= 1.0:
+        raise ConfigError(f"max_suppression must be in [0, 1], got {max_suppression}")
+    if over_budget not in ("raise", "least"):
+        raise ConfigError(f"over_budget must be 'raise' or 'least', got {over_budget!r}")
+    if recoding not in RECODINGS:
+        raise ConfigError(
+            f"recoding must be 'local' (each class its own levels) or 'global' (one level "
+            f"per quasi-identifier for the whole release), got {recoding!r}"
+        )
+    if recoding == "global" and algorithm != "auto":
+        raise ConfigError(
+            f"algorithm={algorithm!r} plans local recoding; recoding='global' searches the "
+            "levels itself: leave algorithm 'auto'"
+        )
+
+
+def _kept_whole(given: LhdProblem, whole: Sequence[bool] | np.ndarray | None) -> np.ndarray:
+    """The old cells (``piece_cell`` ids) of the records ``whole`` flags."""
+    if whole is None:
+        return np.zeros(0, dtype=np.int64)
+    flags = np.asarray(whole, dtype=bool)
+    if flags.shape != (given.n,):
+        raise ConfigError(f"whole must hold one flag per record ({given.n})")
+    return np.unique(given.piece_cell[flags & (given.piece_cell < given.new_cell)])
 
 
 def keep_whole(
