@@ -16,7 +16,6 @@ only form wide classes (:mod:`sqlanon.models.lhd_defer`).
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,11 +52,10 @@ from tests.test_composition_properties import (
 from tests.test_live_duckdb import (
     PERSON,
     Table,
-    apply,
     changes,
     check_attacker,
     follow,
-    make_table,
+    replay,
     signatures,
     snapshot,
 )
@@ -378,18 +376,9 @@ def test_live_ke_and_deferring_lhd_keep_max_suppression_and_expose_no_one(
     scenario: Any,
 ) -> None:
     first, batches, policy, fraction = scenario
-    with tempfile.TemporaryDirectory() as tmp:
-        con = duckdb.connect(str(Path(tmp) / "live.duckdb"))
-        try:
-            sqlanon.install(con)
-            table = make_table(con, Path(tmp) / "hier", "both")
-            for person in first:
-                table.insert(*person)
-            for t, batch in enumerate([[], *batches]):
-                apply(table, batch)
-                _live_step(table, policy, fraction, f"after step {t} of {scenario}")
-        finally:
-            con.close()
+    replay(
+        first, batches, lambda table, where: _live_step(table, policy, fraction, where), scenario
+    )
 
 
 def _live_step(table: Table, policy: str, fraction: float, where: str) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -402,6 +403,29 @@ def sequences(draw: Any) -> tuple[str, list[tuple[Any, ...]], list[list[Step]], 
     first = draw(st.lists(PERSON, min_size=3, max_size=6))
     steps = draw(st.lists(st.lists(changes(), min_size=1, max_size=3), min_size=1, max_size=3))
     return model, first, steps, draw(st.integers(0, 3))
+
+
+def replay(
+    first: list[tuple[Any, ...]],
+    batches: list[list[Step]],
+    step: Callable[[Table, str], None],
+    label: Any,
+) -> None:
+    """A fresh DuckDB file holding the live tests' table (both models' columns) with the
+    people ``first``; ``step(table, where)`` runs once, then after each batch of changes
+    (:func:`apply`); ``where`` names the step and ``label`` for a failure's message."""
+    with tempfile.TemporaryDirectory() as tmp:
+        con = duckdb.connect(str(Path(tmp) / "live.duckdb"))
+        try:
+            sqlanon.install(con)
+            table = make_table(con, Path(tmp) / "hier", "both")
+            for person in first:
+                table.insert(*person)
+            for t, batch in enumerate([[], *batches]):
+                apply(table, batch)
+                step(table, f"after step {t} of {label}")
+        finally:
+            con.close()
 
 
 def apply(table: Table, steps: list[Step]) -> None:

@@ -11,11 +11,8 @@ finds nobody exposed after any release, for the default algorithm and ``greedy``
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import duckdb
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -25,12 +22,11 @@ from tests.test_live_duckdb import (
     PERSON,
     Step,
     Table,
-    apply,
     changes,
     check_attacker,
     check_ghost_rows,
     follow,
-    make_table,
+    replay,
     signatures,
     snapshot,
 )
@@ -103,15 +99,4 @@ THE_ISSUES_SEQUENCE = (
 @example((*THE_ISSUES_SEQUENCE, "greedy", 1.0))
 def test_ke_and_two_attribute_lhd_families_never_crash_nor_expose(scenario: Any) -> None:
     first, batches, algorithm, fraction = scenario
-    with tempfile.TemporaryDirectory() as tmp:
-        con = duckdb.connect(str(Path(tmp) / "live.duckdb"))
-        try:
-            sqlanon.install(con)
-            table = make_table(con, Path(tmp) / "hier", "both")
-            for person in first:
-                table.insert(*person)
-            for t, batch in enumerate([[], *batches]):
-                apply(table, batch)
-                step(table, algorithm, fraction, f"after step {t} of {scenario}")
-        finally:
-            con.close()
+    replay(first, batches, lambda table, where: step(table, algorithm, fraction, where), scenario)
