@@ -57,3 +57,26 @@ def test_new_lhd_pieces_meet_the_ke_family_of_their_domain(tmp_path: Path) -> No
     assert not [r for r in new if r not in k_v2], summary
     assert all(row["exposed"] == 0 for row in sqlanon.audit(con, "k_fam"))
     con.close()
+
+
+def test_other_families_are_a_preference_within_max_suppression(tmp_path: Path) -> None:
+    """New records that cannot hold what the (k,e) family asks (two distinct values
+    among ten) are published l-diverse anyway rather than held back beyond
+    ``max_suppression``: anticipation never refuses a release."""
+    con = duckdb.connect(str(tmp_path / "small.duckdb"))
+    sqlanon.install(con)
+    con.execute("CREATE TABLE t (id INTEGER, age INTEGER, s INTEGER)")
+    con.executemany(
+        "INSERT INTO t VALUES (?, ?, ?)", [(i, 20 + i % 40, 100 * (i % 9)) for i in range(60)]
+    )
+    sqlanon.hierarchy_widths(con, "t", "age", [10, 20])
+    sqlanon.release_ke(con, "t", "t_ke", key="id", sensitive="s", quasi=["age"], k=5, e=300)
+    con.executemany(
+        "INSERT INTO t VALUES (?, ?, ?)", [(60 + i, 30 + i, 1 + i % 2) for i in range(10)]
+    )
+    summary = sqlanon.release_lhd(con, "t", "t_l", key="id", quasi=["age"], sensitive=["s"], l=2)
+    assert summary["left_out"] <= 0.05 * summary["records"], summary
+    new = published(con, "t_l", 1)
+    assert {str(60 + i) for i in range(10)} <= set(new)
+    assert all(row["exposed"] == 0 for row in sqlanon.audit(con, "t_l"))
+    con.close()

@@ -147,7 +147,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
     entry, seg, seg_weight = _segments(weight)
     seg_prior = read.prior.select(entry)
 
-    def within(budget: float) -> Planned:
+    def within(budget: float, ahead: bool) -> Planned:
         plan = plan_lhd_policy(
             quasi,
             {s: read.values[s] for s in job.sensitive},
@@ -161,7 +161,7 @@ def _plan(session: Session, job: LhdJob, read: UnitsRead) -> Planned:
             over_budget="least",
             recoding=job.recoding,
             policy=job.policy,
-            anticipate=job.anticipate,
+            anticipate=job.anticipate if ahead else None,
         )
         assert plan.rank_class is not None
         class_id = plan.rank_class[entry, seg]

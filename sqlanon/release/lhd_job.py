@@ -93,18 +93,24 @@ class LhdJob(Job):
 
 
 def plan_within_max_suppression(
-    session: Session, job: LhdJob, plan: Callable[[float], Planned]
+    session: Session, job: LhdJob, plan: Callable[[float, bool], Planned]
 ) -> Planned:
     """The release's plan, leaving out at most ``job.max_suppression`` of its records
-    (README, "lHD"): ``plan(budget)`` plans on one path under the chain rule, its
+    (README, "lHD"): ``plan(budget, ahead)`` plans on one path under the chain rule, its
     planner keeping within ``budget`` what the chain rule leaves it (else leaving out
-    the fewest it can). The planner's best plan within the contract, else the plan
-    leaving out the fewest records, else :class:`SuppressionLimitError`, before
-    anything is written."""
-    planned = plan(job.max_suppression)
+    the fewest it can), new pieces meeting the domain's other families when ``ahead``
+    (``job.anticipate``). The planner's best plan within the contract, with them, else
+    without them (they are a courtesy to later releases, not a rule), else the plan
+    leaving out the fewest records, else :class:`SuppressionLimitError`, before anything
+    is written."""
+    planned = plan(job.max_suppression, True)
     if _within(planned, job.max_suppression):
         return planned
-    least = plan(0.0)
+    if job.anticipate:
+        planned = plan(job.max_suppression, False)
+        if _within(planned, job.max_suppression):
+            return planned
+    least = plan(0.0, False)
     if _within(least, job.max_suppression):
         return least
     raise SuppressionLimitError(_refusal(session, job, least))

@@ -56,7 +56,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
     for chain in read.chains:
         changed[list(chain)] = True
 
-    def within(budget: float) -> Planned:
+    def within(budget: float, ahead: bool) -> Planned:
         def planned(keep: np.ndarray, whole: np.ndarray) -> tuple[np.ndarray, Any]:
             idx = np.flatnonzero(keep)
             p = plan_lhd_policy(
@@ -74,7 +74,7 @@ def _plan(session: Session, job: LhdJob, read: RowsRead) -> Planned:
                 whole=whole[idx],
                 recoding=job.recoding,
                 policy=job.policy,
-                anticipate=job.anticipate,
+                anticipate=job.anticipate if ahead else None,
             )
             group = np.full(size, -1, dtype=np.int64)
             group[idx] = p.class_id
