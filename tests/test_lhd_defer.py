@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import sqlanon
 from sqlanon.cli import main
 from sqlanon.demo import load_adult
-from sqlanon.errors import ConfigError, InfeasibleError, SqlanonError, SuppressionLimitError
+from sqlanon.errors import ConfigError, InfeasibleError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.models import ke_incremental
 from sqlanon.models.cells import Cells, Requirement
@@ -53,11 +53,8 @@ from tests.test_live_duckdb import (
     PERSON,
     Table,
     changes,
-    check_attacker,
-    follow,
+    release_in_turn,
     replay,
-    signatures,
-    snapshot,
 )
 
 # ------------------------------------------------------------ pure: random sequences
@@ -382,32 +379,24 @@ def test_live_ke_and_deferring_lhd_keep_max_suppression_and_expose_no_one(
 
 
 def _live_step(table: Table, policy: str, fraction: float, where: str) -> None:
-    before_sig, took = signatures(table.con), False
-    for family in ("K", "L"):
-        before = snapshot(table.con)
-        try:
-            if family == "K":
-                summary = sqlanon.release_ke(table.con, "src", "k_fam", **KE)
-            else:
-                summary = sqlanon.release_lhd(
-                    table.con, "src", "f", **LHD, policy=policy, max_suppression=fraction
-                )
-        except (InfeasibleError, SuppressionLimitError, SqlanonError) as exc:
-            assert "please report" not in str(exc), f"{where} {family}: {exc}"
-            assert snapshot(table.con) == before, f"a refused release wrote something: {exc}"
-            event(f"{family} refused")
-            continue
-        if summary.get("unchanged"):
-            continue
-        took = True
-        if family == "L":
-            left = len(members(table.con, summary["version"], "held_back")) + len(
-                members(table.con, summary["version"], "suppressed")
-            )
-            assert left == summary["held_back"] + summary["suppressed"], where
-            assert left <= fraction * summary["records"] + 1e-9, (left, summary, where)
-            event("L held back some" if summary["held_back"] else "L held back none")
-    if took:
-        follow(table, before_sig)
-    if table.con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0]:
-        check_attacker(table, where)
+    def within(family: str, summary: dict[str, Any]) -> None:
+        if family != "L":
+            return
+        version = summary["version"]
+        left = len(members(table.con, version, "held_back")) + len(
+            members(table.con, version, "suppressed")
+        )
+        assert left == summary["held_back"] + summary["suppressed"], where
+        assert left <= fraction * summary["records"] + 1e-9, (left, summary, where)
+        event("L held back some" if summary["held_back"] else "L held back none")
+
+    calls = [
+        ("K", lambda: sqlanon.release_ke(table.con, "src", "k_fam", **KE)),
+        (
+            "L",
+            lambda: sqlanon.release_lhd(
+                table.con, "src", "f", **LHD, policy=policy, max_suppression=fraction
+            ),
+        ),
+    ]
+    release_in_turn(table, calls, where, within)

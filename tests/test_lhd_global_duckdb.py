@@ -15,33 +15,27 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.cli import main
 from sqlanon.demo import load_adult
-from sqlanon.errors import ConfigError, InternalError, SqlanonError
+from sqlanon.errors import ConfigError
 from tests.test_live_duckdb import (
     PERSON,
     Step,
     Table,
-    apply,
     changes,
-    check_attacker,
-    check_ghost_rows,
-    follow,
-    make_table,
-    signatures,
+    release_in_turn,
+    replay,
 )
-from tests.test_live_duckdb import snapshot as state_of
 from tests.test_preview_duckdb import dry_then_real, snapshot
 from tests.test_release_lhd_duckdb import HIERARCHIES, check_l_diverse, make_employees
 
@@ -173,36 +167,11 @@ def test_live_sequences_with_a_global_family_leave_the_exact_attacker_nothing(
     scenario: Any,
 ) -> None:
     first, batches, order = scenario
-    with tempfile.TemporaryDirectory() as tmp:
-        con = duckdb.connect(str(Path(tmp) / "live.duckdb"))
-        try:
-            sqlanon.install(con)
-            table = make_table(con, Path(tmp) / "hier", "both")
-            for person in first:
-                table.insert(*person)
-            for t, batch in enumerate([[], *batches]):
-                apply(table, batch)
-                before_sig, took = signatures(con), False
-                for family in order:
-                    before = state_of(con)
-                    try:
-                        summary = live_release(table, family)
-                    except SqlanonError as exc:
-                        assert not isinstance(exc, InternalError), str(exc)
-                        assert "please report" not in str(exc), str(exc)
-                        assert state_of(con) == before, f"a refused release wrote: {exc}"
-                        event(f"{family} refused: {type(exc).__name__}")
-                        continue
-                    event(f"{family} {'unchanged' if summary.get('unchanged') else 'published'}")
-                    if not summary.get("unchanged"):
-                        took = True
-                        check_ghost_rows(con, summary)
-                if took:
-                    follow(table, before_sig)
-                if con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0]:
-                    check_attacker(table, f"after step {t} of {scenario}")
-        finally:
-            con.close()
+
+    def step(table: Table, where: str) -> None:
+        release_in_turn(table, [(f, lambda f=f: live_release(table, f)) for f in order], where)
+
+    replay(first, batches, step, scenario)
 
 
 def test_recoding_other_than_local_or_global_writes_nothing(

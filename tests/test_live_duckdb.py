@@ -31,11 +31,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.errors import SqlanonError
+from sqlanon.errors import InternalError, SqlanonError
 from tests.attacker import History, Publication, Published, exact_candidates, exact_exposed
 
 AGES = (20, 30, 40)
@@ -426,6 +426,41 @@ def replay(
                 step(table, f"after step {t} of {label}")
         finally:
             con.close()
+
+
+def release_in_turn(
+    table: Table,
+    releases: list[tuple[str, Callable[[], dict[str, Any]]]],
+    where: str,
+    published: Callable[[str, dict[str, Any]], None] | None = None,
+) -> None:
+    """One step of a live sequence: each ``(family, call)`` releases in turn. A refusal
+    is no bug (no :class:`InternalError`, nothing asking to report it) and writes
+    nothing; a published version's ghost rows match its members (and ``published``
+    checks more); then the test follows what was published and the exact attacker
+    looks at every release so far."""
+    before_sig, took = signatures(table.con), False
+    for family, call in releases:
+        before = snapshot(table.con)
+        try:
+            summary = call()
+        except SqlanonError as exc:
+            message = str(exc)
+            assert not isinstance(exc, InternalError), f"{where} {family}: {message}"
+            assert "please report" not in message, f"{where} {family}: {message}"
+            assert snapshot(table.con) == before, f"a refused release wrote something: {exc}"
+            event(f"{family} refused: {type(exc).__name__}")
+            continue
+        event(f"{family} {'unchanged' if summary.get('unchanged') else 'published'}")
+        if not summary.get("unchanged"):
+            took = True
+            check_ghost_rows(table.con, summary)
+            if published is not None:
+                published(family, summary)
+    if took:
+        follow(table, before_sig)
+    if table.con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0]:
+        check_attacker(table, where)
 
 
 def apply(table: Table, steps: list[Step]) -> None:

@@ -13,22 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.errors import InternalError, SqlanonError
 from tests.test_live_duckdb import (
     PERSON,
     Step,
     Table,
     changes,
-    check_attacker,
-    check_ghost_rows,
-    follow,
+    release_in_turn,
     replay,
-    signatures,
-    snapshot,
 )
 
 KE = {"key": "id", "sensitive": "s", "quasi": ["age"], "k": 2, "e": 1}
@@ -45,26 +40,8 @@ def release(table: Table, family: str, algorithm: str, fraction: float) -> dict[
 
 def step(table: Table, algorithm: str, fraction: float, where: str) -> None:
     """K then L after a batch of changes; then the attacker over every release."""
-    before_sig, took = signatures(table.con), False
-    for family in ("K", "L"):
-        before = snapshot(table.con)
-        try:
-            summary = release(table, family, algorithm, fraction)
-        except SqlanonError as exc:
-            message = str(exc)
-            assert not isinstance(exc, InternalError), f"{where} {family}: {message}"
-            assert "please report" not in message, f"{where} {family}: {message}"
-            assert snapshot(table.con) == before, f"a refused release wrote something: {exc}"
-            event(f"{family} refused: {type(exc).__name__}")
-            continue
-        event(f"{family} {'unchanged' if summary.get('unchanged') else 'published'}")
-        if not summary.get("unchanged"):
-            took = True
-            check_ghost_rows(table.con, summary)
-    if took:
-        follow(table, before_sig)
-    if table.con.execute("SELECT count(*) FROM sqlanon.releases").fetchone()[0]:
-        check_attacker(table, where)
+    calls = [(f, lambda f=f: release(table, f, algorithm, fraction)) for f in ("K", "L")]
+    release_in_turn(table, calls, where)
 
 
 @st.composite
