@@ -158,6 +158,12 @@ def binary(columns: list[tuple[str, str]], dialect: str) -> Match:
     return Match(", ".join(parts))
 
 
+def number(value: int) -> Match:
+    """An integer as SQL text, for :func:`render` (a view's version, which no parameter
+    can stand for): built from an ``int``, so it can carry nothing else."""
+    return Match(str(int(value)))
+
+
 _KEYED = {"duckdb": "sha256($1 || {})", "postgres": "sha256(convert_to($1 || {}, 'UTF8'))"}
 
 

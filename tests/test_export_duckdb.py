@@ -237,7 +237,7 @@ def test_exporting_again_adds_versions(tmp_path: Path, fmt: str) -> None:
     sqlanon.release_ke(
         con, "people", "fam", key="id", sensitive="capital_loss", quasi=["age"], k=4, e=50
     )
-    con.execute("DROP TABLE fam_v1")  # the owner stops serving v1: the export keeps it
+    con.execute("DROP VIEW fam_v1")  # the owner stops serving v1: the export keeps it
     summary = sqlanon.export(con, "fam", path, format=fmt)
     assert summary["added"] == ["fam_v2", "fam_v2_bounds"]
     if fmt == "duckdb":

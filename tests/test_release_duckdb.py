@@ -16,6 +16,7 @@ import pytest
 import sqlanon
 from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke_bounds
+from sqlanon.state import release_rows
 
 RELEASE = (
     "SELECT sqlanon_release_ke('people', 'people_ke', key := 'id', sensitive := 'salary', "
@@ -610,33 +611,58 @@ def test_non_integer_keys(tmp_path: Path, key_type: str) -> None:
     con.close()
 
 
-def test_migration_rewrites_bounds_tables_of_older_releases(tmp_path: Path) -> None:
-    """A file released before migration 003 (one bounds row per rank) answers the same
-    interval queries after ``install`` rewrote its bounds tables."""
+def test_migration_rewrites_bounds_tables_of_older_releases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file released before migration 003 (one bounds row per rank) and before
+    versions shared their rows (012: a table per version) answers the same interval
+    queries after ``install`` rewrote its bounds tables and moved its versions into
+    views; every version reads the same rows."""
     con = duckdb.connect(str(tmp_path / "old.duckdb"))
     sqlanon.install(con)
-    make_people(con, 300)
-    release(con)
-    make_people(con, 30, start=300)
-    release(con)
+    with monkeypatch.context() as m:
+        m.setattr(release_rows, "SHARED", frozenset())  # the layout before 012
+        make_people(con, 300)
+        release(con)
+        make_people(con, 30, start=300)
+        release(con)
     query = "SELECT sex, SUM(salary) AS s, MIN(salary), MAX(salary) FROM people_ke GROUP BY sex"
     before = sqlanon.interval(con, query)
+    tables = {v: sorted(con.execute(f"SELECT * FROM people_ke_v{v}").fetchall()) for v in (1, 2)}
     for table in ("people_ke_v1_bounds", "people_ke_v2_bounds"):
         con.execute(f'DROP TABLE sqlanon."{table}"')
         con.execute(  # the layout before migration 003
             f'CREATE TABLE sqlanon."{table}" (group_id INTEGER, rank INTEGER, value INTEGER, '
             "low_sum BIGINT, high_sum BIGINT)"
         )
-    con.execute("DELETE FROM sqlanon.migrations WHERE name = '003_ke_bounds_runs'")
+    con.execute(
+        "DELETE FROM sqlanon.migrations WHERE name IN ('003_ke_bounds_runs', '012_shared_rows')"
+    )
     con.close()
 
     con = duckdb.connect(str(tmp_path / "old.duckdb"))
-    assert sqlanon.install(con) == ["003_ke_bounds_runs"]
+    assert sqlanon.install(con) == ["003_ke_bounds_runs", "012_shared_rows"]
     columns = [r[0] for r in con.execute('DESCRIBE sqlanon."people_ke_v1_bounds"').fetchall()]
     assert columns == list(ke_bounds.COLUMNS)
-    assert sqlanon.interval(con, query) == before
+    kinds = dict(
+        con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall()
+    )
+    assert kinds["people_ke_v1"] == kinds["people_ke_v2_bounds"] == "VIEW"
+    assert kinds["people_ke__rows"] == "BASE TABLE"
+    for v, rows in tables.items():
+        assert sorted(con.execute(f"SELECT * FROM people_ke_v{v}").fetchall()) == rows
+    # Estimates are sums of floats: the same up to their order.
+    assert _rounded(sqlanon.interval(con, query)) == _rounded(before)
     assert sqlanon.interval(con, query.replace("people_ke", "people_ke_v1")) != before
+    make_people(con, 30, start=330)
+    release(con)  # a release after the migration keeps the groups it can
+    for v, rows in tables.items():
+        assert sorted(con.execute(f"SELECT * FROM people_ke_v{v}").fetchall()) == rows
     con.close()
+
+
+def _rounded(rows: list[dict]) -> list[dict]:
+    return [{k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
 def test_cached_rewrite_follows_new_releases(db: duckdb.DuckDBPyConnection) -> None:

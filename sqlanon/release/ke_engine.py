@@ -35,7 +35,7 @@ from sqlanon.errors import ConfigError
 from sqlanon.release import engine_path
 from sqlanon.release.engine_path import shuffle_key
 from sqlanon.release.ke_job import KeJob, plan_ke
-from sqlanon.release.pipeline import Planned, Read, Steps, Written
+from sqlanon.release.pipeline import Planned, Read, Steps, Written, plan_in
 from sqlanon.session import Session
 from sqlanon.state import bounds, domains, live
 from sqlanon.state.source import relation, render_sql
@@ -301,4 +301,5 @@ STEPS: Steps[KeJob, CountsRead] = Steps(
     newly_published=_newly_published,
     write_table=_write_table,
     write_state=_write_state,
+    plan_tables=plan_in("_sqlanon_plan"),
 )

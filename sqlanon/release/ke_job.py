@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -31,6 +31,7 @@ class KeJob(Job):
     policy: str
 
     model: ClassVar[str] = "ke"
+    group_column: ClassVar[str] = "group_id"
 
     def check_published(self, planned: Planned, ghosts: int) -> None:
         """(k,e) publishes no release without a live record. The refusal counts the
@@ -80,6 +81,14 @@ class KeJob(Job):
             "published_optimum": metrics["published_optimum"],
             "error_ratio": error_ratio(sum_of_errors, metrics["published_optimum"]),
         }
+
+    def content(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Its rows' quasi-identifiers (and ghost flags), and its sensitive values: a
+        group pairs them at random."""
+        return [c for c in columns if c != self.sensitive], [self.sensitive]
+
+    def bounds(self, session: Session) -> str | None:
+        return bounds_relation(session, self.table)
 
     def readable(self, session: Session) -> list[str]:
         """Its table and its bounds table."""

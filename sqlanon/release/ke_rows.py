@@ -12,7 +12,7 @@ from sqlanon.errors import ConfigError
 from sqlanon.models import ke_shuffle
 from sqlanon.release import row_path
 from sqlanon.release.ke_job import KeJob, plan_ke
-from sqlanon.release.pipeline import Planned, Steps
+from sqlanon.release.pipeline import Planned, Steps, plan_in
 from sqlanon.release.row_path import RowsRead, joinable_keys, load_members, random_order
 from sqlanon.session import Session
 from sqlanon.state import bounds
@@ -85,8 +85,8 @@ def _plan(session: Session, job: KeJob, read: RowsRead) -> Planned:
 
 
 def _write_table(session: Session, job: KeJob, read: RowsRead, planned: Planned) -> int:
-    """Write the release table and its bounds, and load the records' state for
-    :func:`~sqlanon.release.row_path.write_state`; returns the rows published, ghosts too."""
+    """Write the release table and load the records' state for :func:`_write_state`;
+    returns the rows published, ghosts too."""
     chosen = planned.chosen
     donor = ke_shuffle.permute_within_groups(planned.group, ke_shuffle.secure_rng())
     published = np.flatnonzero(chosen)
@@ -103,6 +103,11 @@ def _write_table(session: Session, job: KeJob, read: RowsRead, planned: Planned)
         _write_with_ghosts(session, job, read, planned, donor, layout, ord_)
     else:
         _write_live(session, job, read, planned, donor, layout, ord_)
+    return int(chosen.sum())
+
+
+def _write_state(session: Session, job: KeJob, read: RowsRead, planned: Planned) -> None:
+    """The bounds table (in the ids the release shows), then the records' state."""
     values, group = planned.values[job.sensitive], planned.group
     by_group = _by_group_and_value(values, group)
     bounds.write_bounds_rows(
@@ -114,7 +119,7 @@ def _write_table(session: Session, job: KeJob, read: RowsRead, planned: Planned)
         values[by_group],
         group[by_group],
     )
-    return int(chosen.sum())
+    row_path.write_state(session, job, read, planned)
 
 
 def _write_with_ghosts(
@@ -251,5 +256,6 @@ STEPS: Steps[KeJob, RowsRead] = Steps(
     load_plan=row_path.count_ghost_rows,
     newly_published=row_path.newly_published,
     write_table=_write_table,
-    write_state=row_path.write_state,
+    write_state=_write_state,
+    plan_tables=plan_in("_sqlanon_members"),
 )

@@ -44,7 +44,7 @@ from sqlanon.release.lhd_job import (
     published_nulls,
     stand_ins,
 )
-from sqlanon.release.pipeline import Planned, Read, Steps, Written, with_ghosts
+from sqlanon.release.pipeline import Planned, Read, Steps, Written, plan_in, with_ghosts
 from sqlanon.session import Session
 from sqlanon.state import domains, live
 from sqlanon.state.hierarchies import read_hierarchies
@@ -297,4 +297,5 @@ STEPS: Steps[LhdJob, UnitsRead] = Steps(
     newly_published=_newly_published,
     write_table=_write_table,
     write_state=_write_state,
+    plan_tables=plan_in("_sqlanon_plan"),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -44,6 +44,11 @@ class LhdJob(Job):
     )  # whether appended records may wait (lhd_defer)
 
     model: ClassVar[str] = "lhd"
+    group_column: ClassVar[str] = "class_id"
+
+    def content(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Its rows as they are (labels, sensitive values, ghosts' count)."""
+        return list(columns), list(columns)
 
     def figures(self, written: Written) -> tuple[int, float | None, dict[str, Any]]:
         planned = written.planned

@@ -32,8 +32,8 @@ the two models on one path share that path's reads and writes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -43,8 +43,8 @@ from sqlanon.models.cells import Cells, failing_cells
 from sqlanon.release.domain_scope import DomainScope
 from sqlanon.release.publish import publish
 from sqlanon.session import Session
-from sqlanon.state import catalog, live
-from sqlanon.state.source import Source, relation
+from sqlanon.state import catalog, live, release_rows
+from sqlanon.state.source import Source, current_schema, relation
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ class Job:
     dry_run: bool = field(default=False, kw_only=True)  # plan, refuse, write nothing
 
     model: ClassVar[str]
+    #: The column of the release table naming a row's group (class).
+    group_column: ClassVar[str]
 
     def note(self, stage: str, count: int) -> None:
         """Tell the caller's ``progress`` that a long step is done."""
@@ -88,6 +90,34 @@ class Job:
     def readable(self, session: Session) -> list[str]:
         """What analysts may read of the release besides its view."""
         return [relation(session, self.table)]
+
+    def content(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
+        """What a group of the release table (with ``columns``) publishes, as the two
+        lists of columns whose multisets are its content
+        (:mod:`sqlanon.state.release_rows`)."""
+        raise NotImplementedError
+
+    def bounds(self, session: Session) -> str | None:
+        """The release's bounds table as SQL, if it has one."""
+        return None
+
+    def staged(self, session: Session) -> release_rows.Staged:
+        """The release table as written, before it moves into the family's rows."""
+        schema = current_schema(session)
+        columns = release_rows.columns_of(session, schema, self.table)
+        who, what = self.content([c for c in columns if c != self.group_column])
+        return release_rows.Staged(
+            family=self.family,
+            version=self.version,
+            table=relation(session, self.table),
+            schema=schema,
+            name=self.table,
+            columns=columns,
+            group=self.group_column,
+            who=who,
+            what=what,
+            bounds=self.bounds(session),
+        )
 
     def catalog_row(self, written: Written) -> catalog.Release:
         assert written.planned is not None
@@ -192,8 +222,11 @@ class Steps(Generic[J, R]):
       is published now;
     - ``write_table``: the release table (and, on the row path, the (k,e) bounds
       table); returns the rows it reports written;
-    - ``write_state``: the private state: members, kept values, cells (and, on the
-      engine path, the (k,e) bounds table).
+    - ``write_state``: the private state: members, kept values, cells (and the (k,e)
+      bounds table);
+    - ``plan_tables``: the temporary tables that hold the plan's group ids (column
+      ``group_id``) between ``write_table`` and ``write_state``, which
+      :func:`sqlanon.state.release_rows.keep` renumbers to the ids the release shows.
     """
 
     read: Callable[[Session, J], R | None]
@@ -202,6 +235,13 @@ class Steps(Generic[J, R]):
     newly_published: Callable[[Session, J, R, Planned], bool]
     write_table: Callable[[Session, J, R, Planned], int]
     write_state: Callable[[Session, J, R, Planned], None]
+    plan_tables: Callable[[R], Sequence[str]] = lambda read: ()
+
+
+def plan_in(table: str) -> Callable[[Read], list[str]]:
+    """``Steps.plan_tables`` of a path whose plan is in ``table`` before the write of the
+    state (and, with ghosts, theirs in ``_sqlanon_ghost_members``)."""
+    return lambda read: [table, *(["_sqlanon_ghost_members"] if read.ghosts.count else [])]
 
 
 def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
@@ -227,7 +267,11 @@ def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
         return Written(planned, changes.as_metrics())
     job.note("groups built", planned.groups)
     job.note("rows written", steps.write_table(session, job, read, planned))
+    staged = job.staged(session)
+    group = release_rows.keep(session, staged, steps.plan_tables(read), planned.group)
+    planned = replace(planned, group=group)
     steps.write_state(session, job, read, planned)
+    release_rows.store(session, staged)
     return Written(planned, changes.as_metrics())
 
 
@@ -240,6 +284,8 @@ def release(
     """``job`` on the ``engine`` path, or on the row path (``rows``) when that declines;
     then its catalog row and view. Returns the summary (the latest one, marked
     ``unchanged``, when the release would publish nothing new)."""
+    if job.version == 1 and not job.dry_run:
+        release_rows.check_free(session, job.family)
     written = engine(session, job)
     if written is None:
         written = run(session, job, rows)

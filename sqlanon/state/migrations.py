@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from sqlanon import sqltext
 from sqlanon.session import Session
-from sqlanon.state import bounds, domains, live
+from sqlanon.state import bounds, domains, live, release_rows
 
 
 def migrate(session: Session) -> list[str]:
@@ -65,4 +65,5 @@ _DATA_STEPS: dict[str, Callable[[Session], None]] = {
     "005_domains": domains.rebuild,
     "007_live_tables": live.rebuild,
     "010_bounds_schema": bounds.move_bounds_tables,
+    "012_shared_rows": release_rows.share_all,
 }

@@ -1,0 +1,332 @@
+"""A family's rows, stored once: every version a view of one table (issue 27).
+
+A release writes its new version as a table (``<family>_v<N>``, the *staging* table)
+the way it always did; then, on DuckDB and PostgreSQL, that table moves into the
+family's **rows table** (``sqlanon."<family>__rows"``; PostgreSQL:
+``sqlanon_bounds."<family>__rows"``, beside the bounds tables, readable by its owner
+only) and ``<family>_v<N>`` becomes a view of the rows valid at version N
+(``sqlanon_first <= N`` and ``sqlanon_last`` NULL or ``>= N``). The (k,e) bounds tables
+go the same way (``"<family>__bounds"``, views ``<table>_bounds``).
+
+**What a version keeps.** A group (an lHD class) whose content equals a current group's
+keeps that group's rows, id and bounds rows: nothing of it is written again. Content is
+what the release publishes of a group: for (k,e) the multiset of its rows'
+quasi-identifiers (and ghost flags) and the multiset of its sensitive values (which row
+shows which value is drawn at random, so the pairing is not content); for lHD the
+multiset of its rows. Matching is by size and fingerprints, then checked row for row
+(``rows_unequal.sql``), so a hash collision can only cost a copy, never a wrong row.
+Every other group of the version gets a fresh id above every id the family used, its
+rows are appended, and the current rows of groups the version does not keep are closed
+(``sqlanon_last`` = N - 1). Ids are renumbered before the private state is written
+(members, bounds), so the state names the ids the release shows.
+
+**Why keeping is as safe as drawing again.** A kept group's rows pair its values with
+its rows by a permutation drawn, independently of the data, when the group was first
+written; a fresh draw would be another such permutation. Either way the release is a
+uniformly random assignment of the group's multiset, and the attacker, who holds every
+version, sees the same multisets.
+
+**Row order.** A version's view lists the rows kept from earlier versions first (in the
+order of the version that wrote them), then its new rows, each batch in the keyed
+random order of the release that wrote it. Where a row stands thus tells in which
+version its group's content first appeared: the attacker, who holds every earlier
+version, knows that already (a group's content is in the version before or it is not),
+and which records entered, left or changed between versions is assumed known
+(docs/PRIVACY.md, "Row order"). Within a batch the order is random under a secret
+nobody keeps.
+
+Spark keeps a table per version (its parquet tables take no UPDATE); :data:`SHARED`
+names the engines that share rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sqlanon import sqltext
+from sqlanon.errors import ConfigError
+from sqlanon.session import Session
+from sqlanon.state import catalog
+from sqlanon.state.source import (
+    BOUNDS_SCHEMAS,
+    current_schema,
+    grant_readers,
+    relation_exists,
+    render_sql,
+)
+
+#: Engines whose versions are views of one rows table per family.
+SHARED = frozenset({"duckdb", "postgres"})
+#: Columns a version may add to its family's rows (its ghosts), and their SQL file.
+OPTIONAL_COLUMNS = {"ghost": "rows_add_ghost", "class_ghosts": "rows_add_class_ghosts"}
+#: The columns a rows table adds to a version's.
+SPAN = ("sqlanon_first", "sqlanon_last")
+
+
+def shared(session: Session) -> bool:
+    return session.dialect in SHARED
+
+
+def private_schema(session: Session) -> str:
+    return BOUNDS_SCHEMAS.get(session.dialect, "sqlanon")
+
+
+def rows_name(family: str) -> str:
+    return f"{family}__rows"
+
+
+def bounds_name(family: str) -> str:
+    return f"{family}__bounds"
+
+
+def _qualified(session: Session, name: str) -> str:
+    q = session.quote_ident
+    return f"{q(private_schema(session))}.{q(name)}"
+
+
+def check_free(session: Session, family: str) -> None:
+    """A family's first version: refuse when its rows or bounds table's name is taken."""
+    if not shared(session):
+        return
+    for name in (rows_name(family), bounds_name(family)):
+        if relation_exists(session, private_schema(session), name):
+            raise ConfigError(
+                f"a table named {private_schema(session)}.{name} already exists, where "
+                f"family {family!r} would keep its rows; choose another family name"
+            )
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A version written as a table, about to move into its family's rows table."""
+
+    family: str
+    version: int
+    table: str  # the staging table as SQL (it becomes the version's view)
+    schema: str
+    name: str
+    columns: list[str]  # the columns it publishes, in order
+    group: str  # "group_id" ((k,e)) or "class_id" (lHD)
+    who: list[str]  # columns of one multiset of a group's content
+    what: list[str]  # columns of the other (lHD: the same)
+    bounds: str | None  # the staging bounds table as SQL ((k,e))
+
+
+def columns_of(session: Session, schema: str, name: str) -> list[str]:
+    """The columns of table ``schema.name``, in order."""
+    return [
+        r[0] for r in session.query(sqltext.load(session.dialect, "table_columns"), [schema, name])
+    ]
+
+
+def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarray) -> np.ndarray:
+    """Match the staging table's groups with the family's current ones and give each
+    its published id (kept: the current group's; else fresh); renumber the staging table
+    and the temporary tables ``temp`` (plan ids in column ``group_id``). Returns
+    ``group`` (plan ids per planned row, -1: left out) in published ids."""
+    if not shared(session) or staged.version == 1:
+        return group
+    q = session.quote_ident
+    rows = _qualified(session, rows_name(staged.family))
+    _align_columns(session, staged, rows)
+    who = ", ".join(f"{q('t')}.{q(c)}" for c in staged.who)
+    what = ", ".join(f"{q('t')}.{q(c)}" for c in staged.what)
+    names = {"staging": staged.table, "rows": rows, "group": q(staged.group)}
+    for name in ("rows_groups", "rows_pairs", "rows_unequal", "rows_ids"):
+        for statement in sqltext.statements(
+            render_sql(session, name, who_t=who, what_t=what, **names)
+        ):
+            session.execute(statement)
+    session.execute(render_sql(session, "rows_remap", table=staged.table, group=q(staged.group)))
+    for table in temp:
+        session.execute(render_sql(session, "rows_remap", table=q(table), group=q("group_id")))
+    ids = session.query_arrays("SELECT new_id, final_id FROM _sqlanon_group_ids")
+    lookup = np.full(int(max(ids["new_id"].max(initial=-1), group.max(initial=-1))) + 2, -1)
+    lookup[ids["new_id"].astype(np.int64)] = ids["final_id"].astype(np.int64)
+    return np.where(group >= 0, lookup[np.maximum(group, 0)], -1)
+
+
+def _align_columns(session: Session, staged: Staged, rows: str) -> None:
+    """Give the rows table the ghost column a version adds, and the staging table the
+    one its family has (for the comparison; the version's view leaves it out)."""
+    have = set(columns_of(session, private_schema(session), rows_name(staged.family)))
+    new = set(columns_of(session, staged.schema, staged.name))
+    for column, sql in OPTIONAL_COLUMNS.items():
+        if column in new and column not in have:
+            session.execute(render_sql(session, sql, table=rows))
+        elif column in have and column not in new:
+            session.execute(render_sql(session, sql, table=staged.table))
+    unknown = new - have - set(OPTIONAL_COLUMNS)
+    if unknown:
+        raise ConfigError(
+            f"version {staged.version} of family {staged.family!r} has columns its earlier "
+            f"versions lack ({sorted(unknown)}); a family keeps its columns"
+        )
+
+
+def store(session: Session, staged: Staged) -> None:
+    """Move the staging table (and bounds table) into the family's rows (and bounds)
+    table and leave views of version N in their place, showing the columns it had."""
+    if not shared(session):
+        return
+    q = session.quote_ident
+    rows = _qualified(session, rows_name(staged.family))
+    present = columns_of(session, staged.schema, staged.name)
+    _store_one(
+        session, staged.version, staged.table, rows, present, staged.columns, q(staged.group)
+    )
+    if staged.bounds is not None:
+        bounds = _qualified(session, bounds_name(staged.family))
+        columns = columns_of(session, private_schema(session), staged.name + "_bounds")
+        _store_one(session, staged.version, staged.bounds, bounds, columns, columns, q("group_id"))
+    if staged.version > 1:
+        for table in ("_sqlanon_new_groups", "_sqlanon_open_groups", "_sqlanon_pairs"):
+            session.execute(f"DROP TABLE {table}")
+        session.execute("DROP TABLE _sqlanon_group_ids")
+
+
+def _store_one(
+    session: Session,
+    version: int,
+    staging: str,
+    rows: str,
+    present: Sequence[str],
+    shown: Sequence[str],
+    group: str,
+) -> None:
+    """Version ``version`` of table ``staging`` (columns ``present``) into ``rows``, and
+    the view of it showing ``shown`` in its place."""
+    q = session.quote_ident
+    number = sqltext.number(version)
+    if version == 1:
+        _start(session, rows, staging, number)
+    else:
+        for statement in sqltext.statements(
+            render_sql(
+                session,
+                "rows_store",
+                rows=rows,
+                staging=staging,
+                group=group,
+                columns=", ".join(q(c) for c in present),
+                version=number,
+            )
+        ):
+            session.execute(statement)
+    session.execute(f"DROP TABLE {staging}")
+    session.execute(
+        render_sql(
+            session,
+            "rows_view",
+            release=staging,
+            rows=rows,
+            columns=", ".join(q(c) for c in shown),
+            version=number,
+        )
+    )
+
+
+def share_all(session: Session) -> None:
+    """Migration 012's data step: every family whose versions are tables moves them into
+    its rows (and bounds) table, versions and bounds tables becoming views that read
+    as the tables did; the family's view is made again over its newest version."""
+    if not shared(session):
+        return
+    q = session.quote_ident
+    families: dict[str, list[catalog.Release]] = {}
+    for release in catalog.releases(session):
+        families.setdefault(release.family, []).append(release)
+    for family, versions in families.items():
+        schema = versions[-1].schema or current_schema(session)
+        present = [r for r in versions if _base_table(session, schema, r.table_name)]
+        if not present:
+            continue
+        owner = _owner(session, f"{q(schema)}.{q(present[-1].table_name)}")
+        view = f"{q(schema)}.{q(family)}"
+        session.execute(f"DROP VIEW IF EXISTS {view}")
+        parts = [(schema, "", rows_name(family))]
+        if present[-1].model == "ke":
+            parts.append((private_schema(session), "_bounds", bounds_name(family)))
+        views = []
+        for where, suffix, name in parts:
+            tables = [(r.version, where, r.table_name + suffix) for r in present]
+            rows = _migrate_tables(session, tables, name)
+            views += [f"{q(where)}.{q(t)}" for _, _, t in tables]
+            if owner is not None:
+                _give(session, "rows_owner", rows, owner)
+        newest = f"{q(schema)}.{q(present[-1].table_name)}"
+        session.execute(render_sql(session, "point_view", family=view, release=newest))
+        if owner is not None:
+            for made in [*views, view]:
+                _give(session, "rows_view_owner", made, owner)
+        grant_readers(session, [*views, view])
+
+
+def _give(session: Session, statement: str, relation: str, owner: str) -> None:
+    """PostgreSQL: ``relation`` to role ``owner``."""
+    session.execute(
+        render_sql(session, statement, table=relation, owner=session.quote_ident(owner))
+    )
+
+
+def _start(session: Session, rows: str, staging: str, version: sqltext.Match) -> None:
+    """A family's rows table, from its first version (``staging``)."""
+    session.execute(render_sql(session, "rows_first", rows=rows, staging=staging, version=version))
+
+
+def _base_table(session: Session, schema: str, name: str) -> bool:
+    return bool(session.query(sqltext.load(session.dialect, "base_table_exists"), [schema, name]))
+
+
+def _owner(session: Session, table: str) -> str | None:
+    """PostgreSQL: the role owning ``table``; None elsewhere."""
+    if session.dialect != "postgres":
+        return None
+    found = session.query(sqltext.load(session.dialect, "table_owner"), [table])
+    return str(found[0][0]) if found and found[0][0] is not None else None
+
+
+def _migrate_tables(session: Session, tables: list[tuple[int, str, str]], name: str) -> str:
+    """The tables ``(version, schema, name)`` of one family, oldest first, into one
+    rows table ``name`` (each valid at its version, the newest current); each table
+    becomes a view of its rows. Returns the rows table as SQL."""
+    q = session.quote_ident
+    rows = _qualified(session, name)
+    newest = tables[-1][0]
+    for i, (version, schema, table) in enumerate(tables):
+        staging = f"{q(schema)}.{q(table)}"
+        columns = columns_of(session, schema, table)
+        number = sqltext.number(version)
+        if i == 0:
+            _start(session, rows, staging, number)
+        else:
+            have = set(columns_of(session, private_schema(session), name))
+            for column in columns:
+                if column not in have and column in OPTIONAL_COLUMNS:
+                    session.execute(render_sql(session, OPTIONAL_COLUMNS[column], table=rows))
+            session.execute(
+                render_sql(
+                    session,
+                    "rows_migrate",
+                    rows=rows,
+                    staging=staging,
+                    columns=", ".join(q(c) for c in columns),
+                    version=number,
+                )
+            )
+        session.execute(f"DROP TABLE {staging}")
+        session.execute(
+            render_sql(
+                session,
+                "rows_view",
+                release=staging,
+                rows=rows,
+                columns=", ".join(q(c) for c in columns),
+                version=number,
+            )
+        )
+    session.execute(render_sql(session, "rows_migrated", rows=rows, version=sqltext.number(newest)))
+    return rows
