@@ -90,12 +90,14 @@ def release_history(conn: Any) -> None:
 
 
 def state(conn: Any) -> dict[str, list[str]]:
-    """Every row of every table in schemas sqlanon and public (as sorted text), but the
-    migrations ledger, whose applied_at is when a database got the migration."""
+    """Every row of every table and view in schemas sqlanon and public (as sorted text),
+    but the migrations ledger, whose applied_at is when a database got the migration,
+    and the families' rows tables (whose versions' views are read)."""
     tables = conn.execute(
         "SELECT table_schema, table_name FROM information_schema.tables"
-        " WHERE table_schema IN ('sqlanon', 'sqlanon_bounds', 'public') AND table_type = 'BASE TABLE'"
-        " AND table_name <> 'migrations' ORDER BY 1, 2"
+        " WHERE table_schema IN ('sqlanon', 'sqlanon_bounds', 'public')"
+        " AND table_name <> 'migrations' AND table_name NOT LIKE '%\\_\\_rows'"
+        " AND table_name NOT LIKE '%\\_\\_bounds' ORDER BY 1, 2"
     ).fetchall()
     return {
         f"{schema}.{table}": sorted(
@@ -199,15 +201,24 @@ def test_alter_extension_update_from_the_previous_version_keeps_the_releases(
     pg_url: str, pg_conn: Any, pg_python_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The previous version: an older sqlanon (its own directory) whose catalog lacked
-    # migration 003, the one with a data step (it rebuilds every (k,e) bounds table).
+    # migrations 003 and 012, with data steps (003 rebuilds every (k,e) bounds table;
+    # 012 moves every version into its family's rows), and whose releases wrote a table
+    # per version.
     with psycopg.connect(pg_url, autocommit=True) as conn:
         python = server_python(conn)
     every = [name for name, _ in sqltext.migrations("postgres")]
     with monkeypatch.context() as patch:
         patch.setattr(install, "sqlanon_version", lambda: "0.0.9")
         previous_dir = install_python_dir(pg_python_root, python_version=python)
+        code = previous_dir / "sqlanon" / "state" / "release_rows.py"
+        code.write_text(
+            code.read_text().replace(
+                'SHARED = frozenset({"duckdb", "postgres"})', "SHARED = frozenset()"
+            )
+        )
         previous = place_extension(
-            previous_dir, migrations=[n for n in every if n != "003_ke_bounds_runs"]
+            previous_dir,
+            migrations=[n for n in every if n not in ("003_ke_bounds_runs", "012_shared_rows")],
         )
     create_extension(pg_conn, previous.version)
     release_history(pg_conn)
@@ -299,7 +310,7 @@ def test_pg_dump_and_restore_keep_the_releases_and_their_state(
             # Each side drew version 3's shuffle: the same groups, not the same record
             # showing each value (nor the fingerprints of what each record shows).
             for side in (mine, theirs):
-                del side["public.people_ke_v3"], side["sqlanon.members"]
+                del side["public.people_ke_v3"], side["public.people_ke"], side["sqlanon.members"]
             assert mine == theirs
             assert groups(pg_conn, "people_ke_v3") == groups(copy, "people_ke_v3")
             members = (

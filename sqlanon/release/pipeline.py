@@ -267,6 +267,9 @@ def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
         return Written(planned, changes.as_metrics())
     job.note("groups built", planned.groups)
     job.note("rows written", steps.write_table(session, job, read, planned))
+    if not release_rows.shared(session):  # Spark: a table per version
+        steps.write_state(session, job, read, planned)
+        return Written(planned, changes.as_metrics())
     staged = job.staged(session)
     group = release_rows.keep(session, staged, steps.plan_tables(read), planned.group)
     planned = replace(planned, group=group)

@@ -65,7 +65,6 @@ def publish(session: Session, release: catalog.Release, readable: Sequence[str])
         catalog.record_release(session, release)
         return
     catalog.record_release(session, release)
-    session.execute(render_sql(session, "analyze_release", relations=", ".join(readable)))
     # Granted anew with the switch: the first release creates the view there.
     switch.append(render_sql(session, "grant_readers", relations=view))
     _switch_briefly(session, switch, family, view)

@@ -62,6 +62,8 @@ from sqlanon.state.source import (
 SHARED = frozenset({"duckdb", "postgres"})
 #: Columns a version may add to its family's rows (its ghosts), and their SQL file.
 OPTIONAL_COLUMNS = {"ghost": "rows_add_ghost", "class_ghosts": "rows_add_class_ghosts"}
+#: The ghost column of a model's rows, by its group column.
+GHOST_COLUMN = {"group_id": "ghost", "class_id": "class_ghosts"}
 #: The columns a rows table adds to a version's.
 SPAN = ("sqlanon_first", "sqlanon_last")
 
@@ -127,11 +129,11 @@ def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarra
     its published id (kept: the current group's; else fresh); renumber the staging table
     and the temporary tables ``temp`` (plan ids in column ``group_id``). Returns
     ``group`` (plan ids per planned row, -1: left out) in published ids."""
-    if not shared(session) or staged.version == 1:
+    if staged.version == 1:
         return group
     q = session.quote_ident
     rows = _qualified(session, rows_name(staged.family))
-    _align_columns(session, staged, rows)
+    _align_columns(session, staged)
     who = ", ".join(f"{q('t')}.{q(c)}" for c in staged.who)
     what = ", ".join(f"{q('t')}.{q(c)}" for c in staged.what)
     names = {"staging": staged.table, "rows": rows, "group": q(staged.group)}
@@ -149,17 +151,17 @@ def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarra
     return np.where(group >= 0, lookup[np.maximum(group, 0)], -1)
 
 
-def _align_columns(session: Session, staged: Staged, rows: str) -> None:
-    """Give the rows table the ghost column a version adds, and the staging table the
-    one its family has (for the comparison; the version's view leaves it out)."""
+def _align_columns(session: Session, staged: Staged) -> None:
+    """Give the staging table its family's ghost column when it has none (for the
+    comparison; the version's view leaves it out). The rows table has that column from
+    its start, so that no later release alters it (an ALTER TABLE would wait for every
+    analyst reading an earlier version)."""
     have = set(columns_of(session, private_schema(session), rows_name(staged.family)))
-    new = set(columns_of(session, staged.schema, staged.name))
-    for column, sql in OPTIONAL_COLUMNS.items():
-        if column in new and column not in have:
-            session.execute(render_sql(session, sql, table=rows))
-        elif column in have and column not in new:
-            session.execute(render_sql(session, sql, table=staged.table))
-    unknown = new - have - set(OPTIONAL_COLUMNS)
+    new = set(staged.columns)
+    ghost = GHOST_COLUMN[staged.group]
+    if ghost not in new:
+        session.execute(render_sql(session, OPTIONAL_COLUMNS[ghost], table=staged.table))
+    unknown = new - have
     if unknown:
         raise ConfigError(
             f"version {staged.version} of family {staged.family!r} has columns its earlier "
@@ -170,18 +172,24 @@ def _align_columns(session: Session, staged: Staged, rows: str) -> None:
 def store(session: Session, staged: Staged) -> None:
     """Move the staging table (and bounds table) into the family's rows (and bounds)
     table and leave views of version N in their place, showing the columns it had."""
-    if not shared(session):
-        return
     q = session.quote_ident
     rows = _qualified(session, rows_name(staged.family))
     present = columns_of(session, staged.schema, staged.name)
     _store_one(
         session, staged.version, staged.table, rows, present, staged.columns, q(staged.group)
     )
+    ghost = GHOST_COLUMN[staged.group]
+    if staged.version == 1 and ghost not in present:
+        session.execute(render_sql(session, OPTIONAL_COLUMNS[ghost], table=rows))
     if staged.bounds is not None:
         bounds = _qualified(session, bounds_name(staged.family))
         columns = columns_of(session, private_schema(session), staged.name + "_bounds")
         _store_one(session, staged.version, staged.bounds, bounds, columns, columns, q("group_id"))
+    if session.dialect == "postgres":
+        analyzed = [_qualified(session, rows_name(staged.family))]
+        if staged.bounds is not None:
+            analyzed.append(_qualified(session, bounds_name(staged.family)))
+        session.execute(render_sql(session, "analyze_release", relations=", ".join(analyzed)))
     if staged.version > 1:
         for table in ("_sqlanon_new_groups", "_sqlanon_open_groups", "_sqlanon_pairs"):
             session.execute(f"DROP TABLE {table}")
@@ -253,7 +261,7 @@ def share_all(session: Session) -> None:
         views = []
         for where, suffix, name in parts:
             tables = [(r.version, where, r.table_name + suffix) for r in present]
-            rows = _migrate_tables(session, tables, name)
+            rows = _migrate_tables(session, tables, name, ghost=not suffix)
             views += [f"{q(where)}.{q(t)}" for _, _, t in tables]
             if owner is not None:
                 _give(session, "rows_owner", rows, owner)
@@ -289,7 +297,9 @@ def _owner(session: Session, table: str) -> str | None:
     return str(found[0][0]) if found and found[0][0] is not None else None
 
 
-def _migrate_tables(session: Session, tables: list[tuple[int, str, str]], name: str) -> str:
+def _migrate_tables(
+    session: Session, tables: list[tuple[int, str, str]], name: str, *, ghost: bool
+) -> str:
     """The tables ``(version, schema, name)`` of one family, oldest first, into one
     rows table ``name`` (each valid at its version, the newest current); each table
     becomes a view of its rows. Returns the rows table as SQL."""
@@ -329,4 +339,8 @@ def _migrate_tables(session: Session, tables: list[tuple[int, str, str]], name: 
             )
         )
     session.execute(render_sql(session, "rows_migrated", rows=rows, version=sqltext.number(newest)))
+    final = columns_of(session, private_schema(session), name)
+    if ghost and not any(c in final for c in OPTIONAL_COLUMNS):
+        column = GHOST_COLUMN["class_id" if "class_id" in final else "group_id"]
+        session.execute(render_sql(session, OPTIONAL_COLUMNS[column], table=rows))
     return rows

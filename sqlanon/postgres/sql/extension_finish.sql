@@ -2,10 +2,11 @@
 --
 -- 1. sqlanon's PL/Python functions that this build's functions.sql no longer defines are
 --    dropped (they would import an older directory), as `install-postgres URL` does.
--- 2. A release's bounds table that a migration's data step (re)created while this
---    script ran became an extension member by accident: it is released from the
---    extension again, so pg_dump dumps it like every other release-created object.
---    So is schema sqlanon_bounds (migration 010), where releases put those tables.
+-- 2. A release's bounds table, a family's rows table or a version's view that a
+--    migration's data step (re)created while this script ran became an extension
+--    member by accident: it is released from the extension again, so pg_dump dumps it
+--    like every other release-created object. So is schema sqlanon_bounds (migration
+--    010), where releases put those tables.
 -- 3. Every catalog table but sqlanon.migrations (which the install script fills) is
 --    marked with pg_extension_config_dump: pg_dump dumps its rows, the releases' state.
 DO LANGUAGE plpython3u $py$
@@ -22,14 +23,14 @@ for _row in plpy.execute(
     if _paths not in _row["prosrc"]:
         plpy.execute("DROP FUNCTION " + _row["signature"])
 _members = plpy.execute(
-    "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name, c.relname"
+    "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name, c.relname, c.relkind"
     " FROM pg_catalog.pg_depend AS d"
     " JOIN pg_catalog.pg_class AS c ON c.oid = d.objid"
     " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
     " WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
     " AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
     " AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'sqlanon')"
-    " AND d.deptype = 'e' AND c.relkind = 'r' ORDER BY 1"
+    " AND d.deptype = 'e' AND c.relkind IN ('r', 'v') ORDER BY 1"
 )
 _dump = plpy.prepare(
     "SELECT pg_catalog.pg_extension_config_dump($1::pg_catalog.regclass, '')", ["text"]
@@ -46,7 +47,9 @@ _bounds_schema = plpy.execute(
 if _bounds_schema.nrows():
     plpy.execute("ALTER EXTENSION sqlanon DROP SCHEMA sqlanon_bounds")
 for _row in _members:
-    if _row["relname"].endswith("_bounds"):
+    if _row["relkind"] == "v":
+        plpy.execute("ALTER EXTENSION sqlanon DROP VIEW " + _row["name"])
+    elif _row["relname"].endswith(("_bounds", "__rows")):
         plpy.execute("ALTER EXTENSION sqlanon DROP TABLE " + _row["name"])
     elif _row["relname"] != "migrations":
         plpy.execute(_dump, [_row["name"]])
