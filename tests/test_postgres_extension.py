@@ -92,12 +92,13 @@ def release_history(conn: Any) -> None:
 def state(conn: Any) -> dict[str, list[str]]:
     """Every row of every table and view in schemas sqlanon and public (as sorted text),
     but the migrations ledger, whose applied_at is when a database got the migration,
-    and the families' rows tables (whose versions' views are read)."""
+    and the families' rows, history and bounds tables (their versions' views are read)."""
     tables = conn.execute(
         "SELECT table_schema, table_name FROM information_schema.tables"
         " WHERE table_schema IN ('sqlanon', 'sqlanon_bounds', 'public')"
         " AND table_name <> 'migrations' AND table_name NOT LIKE '%\\_\\_rows'"
-        " AND table_name NOT LIKE '%\\_\\_bounds' ORDER BY 1, 2"
+        " AND table_name NOT LIKE '%\\_\\_bounds' AND table_name NOT LIKE '%\\_\\_history'"
+        " ORDER BY 1, 2"
     ).fetchall()
     return {
         f"{schema}.{table}": sorted(

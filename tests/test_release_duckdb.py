@@ -662,7 +662,8 @@ def test_migration_rewrites_bounds_tables_of_older_releases(
 
 
 def _rounded(rows: list[dict]) -> list[dict]:
-    return [{k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+    rounded = [{k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+    return sorted(rounded, key=repr)
 
 
 def test_cached_rewrite_follows_new_releases(db: duckdb.DuckDBPyConnection) -> None:

@@ -177,9 +177,9 @@ def test_every_version_reads_as_it_did_and_as_a_table_per_version_would(
 
 
 def test_a_small_change_appends_the_groups_it_changes(tmp_path: Path) -> None:
-    """Changed ages of 6 records: the rows table gains the rows of the groups that now
-    hold them and closes those of the groups that held them; every other group keeps
-    its rows and its id."""
+    """Changed ages of 6 records: the current rows gain the rows of the groups that now
+    hold them, those of the groups that held them go to the history; every other group
+    keeps its rows and its id."""
     con = duckdb.connect(str(tmp_path / "f.duckdb"))
     sqlanon.install(con)
     con.execute(
@@ -200,18 +200,20 @@ def test_a_small_change_appends_the_groups_it_changes(tmp_path: Path) -> None:
             [version],
         ).fetchone()[0]
 
-    appended, closed, total = con.execute(
-        "SELECT count(*) FILTER (WHERE sqlanon_first = 2), count(*) FILTER (WHERE sqlanon_last = 1),"
-        " count(*) FROM sqlanon.k_fam__rows"
+    appended, current = con.execute(
+        "SELECT count(*) FILTER (WHERE sqlanon_first = 2), count(*) FROM sqlanon.k_fam__rows"
+    ).fetchone()
+    closed, history = con.execute(
+        "SELECT count(*) FILTER (WHERE sqlanon_last = 1), count(*) FROM sqlanon.k_fam__history"
     ).fetchone()
     assert appended == rows_of_groups_holding(2) < 3000 / 10
     assert closed == rows_of_groups_holding(1)
-    assert total == 3000 + appended
+    assert current == 3000 and history == closed
     kept = (
         "SELECT group_id, count(*) FROM k_fam_v{} WHERE group_id NOT IN ({}) GROUP BY 1 ORDER BY 1"
     )
     new_ids = "SELECT group_id FROM sqlanon.k_fam__rows WHERE sqlanon_first = 2"
-    old_ids = "SELECT group_id FROM sqlanon.k_fam__rows WHERE sqlanon_last = 1"
+    old_ids = "SELECT group_id FROM sqlanon.k_fam__history WHERE sqlanon_last = 1"
     assert (
         con.execute(kept.format(2, new_ids)).fetchall()
         == con.execute(kept.format(1, old_ids)).fetchall()

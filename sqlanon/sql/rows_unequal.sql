@@ -9,7 +9,6 @@ WHERE new_id IN (
         EXCEPT ALL
         SELECT p.new_id, {who_t} FROM {rows} AS t
         JOIN _sqlanon_pairs AS p ON p.old_id = t.{group}
-        WHERE t.sqlanon_last IS NULL
     ) AS x
     UNION ALL
     SELECT y.new_id FROM (
@@ -18,6 +17,5 @@ WHERE new_id IN (
         EXCEPT ALL
         SELECT p.new_id, {what_t} FROM {rows} AS t
         JOIN _sqlanon_pairs AS p ON p.old_id = t.{group}
-        WHERE t.sqlanon_last IS NULL
     ) AS y
 )

@@ -1,5 +1,7 @@
--- Version {version} of a family: the rows of its rows table valid at that version, with
--- the columns that version published.
+-- Version {version} of a family: its rows still current (shown since it or before), then
+-- those of its history shown at it, with the columns that version published. The newest
+-- version reads the current rows alone (no history row was shown after the version before).
 CREATE VIEW {release} AS
-SELECT {columns} FROM {rows}
-WHERE sqlanon_first <= {version} AND (sqlanon_last IS NULL OR sqlanon_last >= {version})
+SELECT {columns} FROM {rows} WHERE sqlanon_first <= {version}
+UNION ALL
+SELECT {columns} FROM {history} WHERE sqlanon_first <= {version} AND sqlanon_last >= {version}

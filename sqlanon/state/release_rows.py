@@ -1,12 +1,16 @@
-"""A family's rows, stored once: every version a view of one table (issue 27).
+"""A family's rows, stored once: every version a view of its current rows and history
+(issue 27).
 
 A release writes its new version as a table (``<family>_v<N>``, the *staging* table)
 the way it always did; then, on DuckDB and PostgreSQL, that table moves into the
-family's **rows table** (``sqlanon."<family>__rows"``; PostgreSQL:
+family's **current rows** (``sqlanon."<family>__rows"``; PostgreSQL:
 ``sqlanon_bounds."<family>__rows"``, beside the bounds tables, readable by its owner
-only) and ``<family>_v<N>`` becomes a view of the rows valid at version N
-(``sqlanon_first <= N`` and ``sqlanon_last`` NULL or ``>= N``). The (k,e) bounds tables
-go the same way (``"<family>__bounds"``, views ``<table>_bounds``).
+only) and ``<family>_v<N>`` becomes a view: the current rows shown since N or before,
+then the **history** rows (``"<family>__history"``: rows no longer current, with the
+last version that showed them) shown at N. The newest version reads the current rows
+alone, as a table would. The (k,e) bounds tables keep every version in one table
+(``"<family>__bounds"``, rows with the first and last version they are valid at; views
+``<table>_bounds``): they are small.
 
 **What a version keeps.** A group (an lHD class) whose content equals a current group's
 keeps that group's rows, id and bounds rows: nothing of it is written again. Content is
@@ -16,9 +20,9 @@ shows which value is drawn at random, so the pairing is not content); for lHD th
 multiset of its rows. Matching is by size and fingerprints, then checked row for row
 (``rows_unequal.sql``), so a hash collision can only cost a copy, never a wrong row.
 Every other group of the version gets a fresh id above every id the family used, its
-rows are appended, and the current rows of groups the version does not keep are closed
-(``sqlanon_last`` = N - 1). Ids are renumbered before the private state is written
-(members, bounds), so the state names the ids the release shows.
+rows join the current ones, and the current rows of groups the version does not keep
+move to the history. Ids are renumbered before the private state is written (members,
+bounds), so the state names the ids the release shows.
 
 **Why keeping is as safe as drawing again.** A kept group's rows pair its values with
 its rows by a permutation drawn, independently of the data, when the group was first
@@ -32,11 +36,11 @@ random order of the release that wrote it. Where a row stands thus tells in whic
 version its group's content first appeared: the attacker, who holds every earlier
 version, knows that already (a group's content is in the version before or it is not),
 and which records entered, left or changed between versions is assumed known
-(docs/PRIVACY.md, "Row order"). Within a batch the order is random under a secret
-nobody keeps.
+(docs/PRIVACY.md, "Row order and shared rows"). Within a batch the order is random
+under a secret nobody keeps.
 
-Spark keeps a table per version (its parquet tables take no UPDATE); :data:`SHARED`
-names the engines that share rows.
+Spark keeps a table per version (its parquet tables take no UPDATE or DELETE);
+:data:`SHARED` names the engines that share rows.
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ def rows_name(family: str) -> str:
     return f"{family}__rows"
 
 
+def history_name(family: str) -> str:
+    return f"{family}__history"
+
+
 def bounds_name(family: str) -> str:
     return f"{family}__bounds"
 
@@ -93,7 +101,7 @@ def check_free(session: Session, family: str) -> None:
     """A family's first version: refuse when its rows or bounds table's name is taken."""
     if not shared(session):
         return
-    for name in (rows_name(family), bounds_name(family)):
+    for name in (rows_name(family), history_name(family), bounds_name(family)):
         if relation_exists(session, private_schema(session), name):
             raise ConfigError(
                 f"a table named {private_schema(session)}.{name} already exists, where "
@@ -132,11 +140,15 @@ def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarra
     if staged.version == 1:
         return group
     q = session.quote_ident
-    rows = _qualified(session, rows_name(staged.family))
     _align_columns(session, staged)
     who = ", ".join(f"{q('t')}.{q(c)}" for c in staged.who)
     what = ", ".join(f"{q('t')}.{q(c)}" for c in staged.what)
-    names = {"staging": staged.table, "rows": rows, "group": q(staged.group)}
+    names = {
+        "staging": staged.table,
+        "rows": _qualified(session, rows_name(staged.family)),
+        "history": _qualified(session, history_name(staged.family)),
+        "group": q(staged.group),
+    }
     for name in ("rows_groups", "rows_pairs", "rows_unequal", "rows_ids"):
         for statement in sqltext.statements(
             render_sql(session, name, who_t=who, what_t=what, **names)
@@ -170,25 +182,44 @@ def _align_columns(session: Session, staged: Staged) -> None:
 
 
 def store(session: Session, staged: Staged) -> None:
-    """Move the staging table (and bounds table) into the family's rows (and bounds)
-    table and leave views of version N in their place, showing the columns it had."""
+    """Move the staging table into the family's current rows (the rows of groups it does
+    not keep into the history) and the staging bounds table into the family's bounds
+    table; leave views of version N in their places, showing the columns it had."""
     q = session.quote_ident
     rows = _qualified(session, rows_name(staged.family))
+    history = _qualified(session, history_name(staged.family))
     present = columns_of(session, staged.schema, staged.name)
-    _store_one(
-        session, staged.version, staged.table, rows, present, staged.columns, q(staged.group)
-    )
-    ghost = GHOST_COLUMN[staged.group]
-    if staged.version == 1 and ghost not in present:
-        session.execute(render_sql(session, OPTIONAL_COLUMNS[ghost], table=rows))
+    number = sqltext.number(staged.version)
+    names = {"rows": rows, "history": history, "staging": staged.table, "version": number}
+    if staged.version == 1:
+        session.execute(
+            render_sql(session, "rows_current", **_pick(names, "rows", "staging", "version"))
+        )
+        ghost = GHOST_COLUMN[staged.group]
+        if ghost not in present:
+            session.execute(render_sql(session, OPTIONAL_COLUMNS[ghost], table=rows))
+        session.execute(render_sql(session, "rows_history", rows=rows, history=history))
+    else:
+        columns = ", ".join(q(c) for c in present)
+        for statement in sqltext.statements(
+            render_sql(session, "rows_move", columns=columns, group=q(staged.group), **names)
+        ):
+            session.execute(statement)
+    session.execute(f"DROP TABLE {staged.table}")
+    shown = ", ".join(q(c) for c in staged.columns)
+    session.execute(
+        render_sql(
+            session, "rows_view", release=staged.table, columns=shown,
+            **_pick(names, "rows", "history", "version"),
+        )
+    )  # fmt: skip
+    analyzed = [rows, history]
     if staged.bounds is not None:
         bounds = _qualified(session, bounds_name(staged.family))
-        columns = columns_of(session, private_schema(session), staged.name + "_bounds")
-        _store_one(session, staged.version, staged.bounds, bounds, columns, columns, q("group_id"))
+        columns_b = columns_of(session, private_schema(session), staged.name + "_bounds")
+        _store_spans(session, staged.version, staged.bounds, bounds, columns_b, q("group_id"))
+        analyzed.append(bounds)
     if session.dialect == "postgres":
-        analyzed = [_qualified(session, rows_name(staged.family))]
-        if staged.bounds is not None:
-            analyzed.append(_qualified(session, bounds_name(staged.family)))
         session.execute(render_sql(session, "analyze_release", relations=", ".join(analyzed)))
     if staged.version > 1:
         for table in ("_sqlanon_new_groups", "_sqlanon_open_groups", "_sqlanon_pairs"):
@@ -196,51 +227,44 @@ def store(session: Session, staged: Staged) -> None:
         session.execute("DROP TABLE _sqlanon_group_ids")
 
 
-def _store_one(
-    session: Session,
-    version: int,
-    staging: str,
-    rows: str,
-    present: Sequence[str],
-    shown: Sequence[str],
-    group: str,
+def _pick(names: dict[str, str], *keys: str) -> dict[str, str]:
+    return {k: names[k] for k in keys}
+
+
+def _store_spans(
+    session: Session, version: int, staging: str, table: str, columns: Sequence[str], group: str
 ) -> None:
-    """Version ``version`` of table ``staging`` (columns ``present``) into ``rows``, and
-    the view of it showing ``shown`` in its place."""
+    """Version ``version`` of the bounds table ``staging`` (``columns``) into the family's
+    bounds table ``table`` (rows with the versions they are valid at), and the view of
+    it in its place."""
     q = session.quote_ident
     number = sqltext.number(version)
+    listed = ", ".join(q(c) for c in columns)
     if version == 1:
-        _start(session, rows, staging, number)
+        session.execute(
+            render_sql(session, "spans_first", rows=table, staging=staging, version=number)
+        )
     else:
         for statement in sqltext.statements(
             render_sql(
-                session,
-                "rows_store",
-                rows=rows,
-                staging=staging,
-                group=group,
-                columns=", ".join(q(c) for c in present),
-                version=number,
+                session, "spans_store", rows=table, staging=staging, group=group,
+                columns=listed, version=number,
             )
-        ):
+        ):  # fmt: skip
             session.execute(statement)
     session.execute(f"DROP TABLE {staging}")
     session.execute(
         render_sql(
-            session,
-            "rows_view",
-            release=staging,
-            rows=rows,
-            columns=", ".join(q(c) for c in shown),
-            version=number,
+            session, "spans_view", release=staging, rows=table, columns=listed, version=number
         )
     )
 
 
 def share_all(session: Session) -> None:
     """Migration 012's data step: every family whose versions are tables moves them into
-    its rows (and bounds) table, versions and bounds tables becoming views that read
-    as the tables did; the family's view is made again over its newest version."""
+    its rows (the newest version's current, the others' history) and (k,e) bounds
+    tables, versions and bounds tables becoming views that read as the tables did; the
+    family's view is made again over its newest version."""
     if not shared(session):
         return
     q = session.quote_ident
@@ -255,21 +279,21 @@ def share_all(session: Session) -> None:
         owner = _owner(session, f"{q(schema)}.{q(present[-1].table_name)}")
         view = f"{q(schema)}.{q(family)}"
         session.execute(f"DROP VIEW IF EXISTS {view}")
-        parts = [(schema, "", rows_name(family))]
+        made = _migrate_rows(session, family, schema, [(r.version, r.table_name) for r in present])
+        views = [f"{q(schema)}.{q(r.table_name)}" for r in present]
         if present[-1].model == "ke":
-            parts.append((private_schema(session), "_bounds", bounds_name(family)))
-        views = []
-        for where, suffix, name in parts:
-            tables = [(r.version, where, r.table_name + suffix) for r in present]
-            rows = _migrate_tables(session, tables, name, ghost=not suffix)
+            where = private_schema(session)
+            tables = [(r.version, where, r.table_name + "_bounds") for r in present]
+            made.append(_migrate_spans(session, tables, bounds_name(family)))
             views += [f"{q(where)}.{q(t)}" for _, _, t in tables]
-            if owner is not None:
-                _give(session, "rows_owner", rows, owner)
-        newest = f"{q(schema)}.{q(present[-1].table_name)}"
-        session.execute(render_sql(session, "point_view", family=view, release=newest))
+        session.execute(
+            render_sql(session, "point_view", family=view, release=views[len(present) - 1])
+        )
         if owner is not None:
-            for made in [*views, view]:
-                _give(session, "rows_view_owner", made, owner)
+            for table in made:
+                _give(session, "rows_owner", table, owner)
+            for made_view in [*views, view]:
+                _give(session, "rows_view_owner", made_view, owner)
         grant_readers(session, [*views, view])
 
 
@@ -278,11 +302,6 @@ def _give(session: Session, statement: str, relation: str, owner: str) -> None:
     session.execute(
         render_sql(session, statement, table=relation, owner=session.quote_ident(owner))
     )
-
-
-def _start(session: Session, rows: str, staging: str, version: sqltext.Match) -> None:
-    """A family's rows table, from its first version (``staging``)."""
-    session.execute(render_sql(session, "rows_first", rows=rows, staging=staging, version=version))
 
 
 def _base_table(session: Session, schema: str, name: str) -> bool:
@@ -297,50 +316,79 @@ def _owner(session: Session, table: str) -> str | None:
     return str(found[0][0]) if found and found[0][0] is not None else None
 
 
-def _migrate_tables(
-    session: Session, tables: list[tuple[int, str, str]], name: str, *, ghost: bool
-) -> str:
-    """The tables ``(version, schema, name)`` of one family, oldest first, into one
-    rows table ``name`` (each valid at its version, the newest current); each table
-    becomes a view of its rows. Returns the rows table as SQL."""
+def _migrate_rows(
+    session: Session, family: str, schema: str, versions: list[tuple[int, str]]
+) -> list[str]:
+    """The version tables ``(version, name)`` of one family, oldest first: the newest's
+    rows become the current rows, the others' the history (each shown at its version);
+    each table becomes a view. Returns the two tables as SQL."""
     q = session.quote_ident
-    rows = _qualified(session, name)
-    newest = tables[-1][0]
-    for i, (version, schema, table) in enumerate(tables):
+    rows = _qualified(session, rows_name(family))
+    history = _qualified(session, history_name(family))
+    newest, name = versions[-1]
+    staging = f"{q(schema)}.{q(name)}"
+    _start_rows(session, rows, history, staging, newest, columns_of(session, schema, name))
+    for version, table in versions:
         staging = f"{q(schema)}.{q(table)}"
-        columns = columns_of(session, schema, table)
+        columns = ", ".join(q(c) for c in columns_of(session, schema, table))
         number = sqltext.number(version)
-        if i == 0:
-            _start(session, rows, staging, number)
-        else:
-            have = set(columns_of(session, private_schema(session), name))
-            for column in columns:
-                if column not in have and column in OPTIONAL_COLUMNS:
-                    session.execute(render_sql(session, OPTIONAL_COLUMNS[column], table=rows))
+        if version != newest:
             session.execute(
                 render_sql(
-                    session,
-                    "rows_migrate",
-                    rows=rows,
-                    staging=staging,
-                    columns=", ".join(q(c) for c in columns),
-                    version=number,
+                    session, "rows_migrate", history=history, staging=staging,
+                    columns=columns, version=number,
                 )
-            )
+            )  # fmt: skip
         session.execute(f"DROP TABLE {staging}")
         session.execute(
             render_sql(
-                session,
-                "rows_view",
-                release=staging,
-                rows=rows,
-                columns=", ".join(q(c) for c in columns),
+                session, "rows_view", release=staging, rows=rows, history=history,
+                columns=columns, version=number,
+            )
+        )  # fmt: skip
+    return [rows, history]
+
+
+def _start_rows(
+    session: Session, rows: str, history: str, staging: str, version: int, present: Sequence[str]
+) -> None:
+    """A family's current rows from ``staging`` (columns ``present``), shown from
+    ``version`` on, with its ghost column; and its empty history."""
+    number = sqltext.number(version)
+    session.execute(render_sql(session, "rows_current", rows=rows, staging=staging, version=number))
+    if not any(c in present for c in OPTIONAL_COLUMNS):
+        column = GHOST_COLUMN["class_id" if "class_id" in present else "group_id"]
+        session.execute(render_sql(session, OPTIONAL_COLUMNS[column], table=rows))
+    session.execute(render_sql(session, "rows_history", rows=rows, history=history))
+
+
+def _migrate_spans(session: Session, tables: list[tuple[int, str, str]], name: str) -> str:
+    """The bounds tables ``(version, schema, name)`` of one family, oldest first, into
+    one bounds table ``name`` (each valid at its version, the newest current); each
+    table becomes a view. Returns the bounds table as SQL."""
+    q = session.quote_ident
+    bounds = _qualified(session, name)
+    newest = tables[-1][0]
+    for i, (version, schema, table) in enumerate(tables):
+        staging = f"{q(schema)}.{q(table)}"
+        columns = ", ".join(q(c) for c in columns_of(session, schema, table))
+        number = sqltext.number(version)
+        statement = "spans_first" if i == 0 else "spans_migrate"
+        session.execute(
+            render_sql(
+                session, statement, rows=bounds, staging=staging, columns=columns, version=number
+            )
+            if i
+            else render_sql(session, statement, rows=bounds, staging=staging, version=number)
+        )
+        session.execute(f"DROP TABLE {staging}")
+        session.execute(
+            render_sql(
+                session, "spans_view", release=staging, rows=bounds, columns=columns,
                 version=number,
             )
-        )
-    session.execute(render_sql(session, "rows_migrated", rows=rows, version=sqltext.number(newest)))
-    final = columns_of(session, private_schema(session), name)
-    if ghost and not any(c in final for c in OPTIONAL_COLUMNS):
-        column = GHOST_COLUMN["class_id" if "class_id" in final else "group_id"]
-        session.execute(render_sql(session, OPTIONAL_COLUMNS[column], table=rows))
-    return rows
+        )  # fmt: skip
+    session.execute(
+        render_sql(session, "spans_migrated", rows=bounds, version=sqltext.number(newest))
+    )
+    return bounds

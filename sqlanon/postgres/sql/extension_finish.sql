@@ -2,7 +2,7 @@
 --
 -- 1. sqlanon's PL/Python functions that this build's functions.sql no longer defines are
 --    dropped (they would import an older directory), as `install-postgres URL` does.
--- 2. A release's bounds table, a family's rows table or a version's view that a
+-- 2. A release's bounds table, a family's rows or history table or a version's view that a
 --    migration's data step (re)created while this script ran became an extension
 --    member by accident: it is released from the extension again, so pg_dump dumps it
 --    like every other release-created object. So is schema sqlanon_bounds (migration
@@ -49,7 +49,7 @@ if _bounds_schema.nrows():
 for _row in _members:
     if _row["relkind"] == "v":
         plpy.execute("ALTER EXTENSION sqlanon DROP VIEW " + _row["name"])
-    elif _row["relname"].endswith(("_bounds", "__rows")):
+    elif _row["relname"].endswith(("_bounds", "__rows", "__history")):
         plpy.execute("ALTER EXTENSION sqlanon DROP TABLE " + _row["name"])
     elif _row["relname"] != "migrations":
         plpy.execute(_dump, [_row["name"]])

@@ -1,5 +1,5 @@
 -- Each group's content, the new version's ({staging}) and the family's current rows'
--- ({rows}, sqlanon_last NULL), as sqlanon/state/release_rows.py compares them: its size
+-- ({rows}), as sqlanon/state/release_rows.py compares them: its size
 -- and two order-free fingerprints, the sums of hashtextextended of each row's `{who_t}`
 -- columns and of its `{what_t}` columns as text (a (k,e) group pairs the two at
 -- random, so each is a multiset of its own; an lHD class gives the same list twice).
@@ -16,5 +16,4 @@ SELECT t.{group} AS group_id, pg_catalog.count(*) AS n,
        pg_catalog.sum(pg_catalog.hashtextextended(CAST(ROW({who_t}) AS text), 0)) AS who,
        pg_catalog.sum(pg_catalog.hashtextextended(CAST(ROW({what_t}) AS text), 0)) AS what
 FROM {rows} AS t
-WHERE t.sqlanon_last IS NULL
 GROUP BY t.{group}

@@ -1,6 +1,6 @@
--- A later version {version} in the family's rows table {rows}: the current rows of every
--- group it does not keep end with the version before; the rows of its other groups (new
--- ids) follow, in the order the release wrote them.
+-- A later version {version} in the family's bounds table {rows}: the current rows of
+-- every group it does not keep end with the version before; the rows of its other
+-- groups (new ids) follow.
 UPDATE {rows} SET sqlanon_last = {version} - 1
 WHERE sqlanon_last IS NULL
   AND {group} NOT IN (SELECT final_id FROM _sqlanon_group_ids WHERE kept);

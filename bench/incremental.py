@@ -1,0 +1,191 @@
+"""Incremental releases (issue 27): what each weekly version of a (k,e) family costs in
+time and storage, versions sharing their rows (DuckDB) beside a table per version.
+
+The synthetic table of ``bench/ke_release.py`` (``--rows`` n), in a DuckDB file;
+``sqlanon.release_ke(..., k=5, e=20)`` once, then ``--weeks`` more versions, each after
+a week's change: +1% inserted rows, 0.2% deleted, 0.2% with a changed quasi-identifier
+(age + 1). Per version: the release's wall time, the file's size after ``CHECKPOINT``
+and what the version added to it, rows in the family's rows table and in
+``sqlanon.members``. *Later / first*: a version's time over the first release's, its
+bytes added over the bytes the first release added (the file after it minus the file
+with the source alone). *Layouts*: ``shared`` (this sqlanon), ``tables`` (a table per
+version, as before issue 27: ``release_rows.SHARED`` emptied for that run), each run on
+its own file with the same changes. Last, an analyst's query on the newest version's
+view beside the same query on a table copy of it: medians of ``--runs`` alternated runs.
+
+    .venv/bin/python bench/incremental.py [--rows 1000000] [--weeks 8] [--layouts shared,tables]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import sqlanon
+from sqlanon.state import release_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ke_release  # noqa: E402  (bench/ is not a package)
+import report  # noqa: E402
+
+RELEASE = {"key": "id", "sensitive": "s", "quasi": ["age", "zip", "sex"], "k": 5, "e": 20}
+QUERY = (
+    "SELECT sex, SUM(s) AS total, AVG(s) AS mean FROM {} WHERE age BETWEEN 30 AND 60 GROUP BY sex"
+)
+
+
+def size(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    con.execute("CHECKPOINT")
+    return path.stat().st_size
+
+
+def week(con: duckdb.DuckDBPyConnection, n: int, w: int, next_id: int) -> int:
+    """One week's change; returns the next free id."""
+    con.execute("DELETE FROM t WHERE hash(id, $1, 'd') % 500 = 0", [w])
+    con.execute("UPDATE t SET age = age + 1 WHERE hash(id, $1, 'q') % 500 = 0", [w])
+    ke_release.generate_rows(con, next_id, n // 100, 1000 + w)
+    return next_id + n // 100
+
+
+def run(n: int, weeks: int, layout: str, path: Path, runs: int) -> dict[str, Any]:
+    saved = release_rows.SHARED
+    if layout == "tables":
+        release_rows.SHARED = frozenset()
+    try:
+        con = duckdb.connect(str(path))
+        sqlanon.install(con)
+        ke_release.generate_rows(con, 0, n, 7)
+        empty = size(con, path)
+        versions = []
+        next_id = n
+        for v in range(1, weeks + 2):
+            if v > 1:
+                next_id = week(con, n, v, next_id)
+            before = size(con, path)
+            start = time.perf_counter()
+            summary = sqlanon.release_ke(con, "t", "fam", **RELEASE)
+            seconds = time.perf_counter() - start
+            after = size(con, path)
+            rows = (
+                con.execute(
+                    "SELECT (SELECT count(*) FROM sqlanon.fam__rows)"
+                    " + (SELECT count(*) FROM sqlanon.fam__history)"
+                ).fetchone()[0]
+                if layout == "shared"
+                else None
+            )
+            members = con.execute("SELECT count(*) FROM sqlanon.members").fetchone()[0]
+            versions.append({
+                "version": v, "seconds": seconds, "bytes": after,
+                "added": after - (empty if v == 1 else before), "rows": rows,
+                "members": members, "published": summary["rows_published"],
+            })  # fmt: skip
+        query = _query_ratio(con, weeks + 1, runs)
+        con.close()
+        return {"layout": layout, "versions": versions, "query": query, "empty": empty}
+    finally:
+        release_rows.SHARED = saved
+
+
+def _query_ratio(con: duckdb.DuckDBPyConnection, version: int, runs: int) -> dict[str, float]:
+    con.execute(f"CREATE TABLE copy AS SELECT * FROM fam_v{version}")  # noqa: S608
+    ratios, on_view, on_table = [], [], []
+    for _ in range(runs + 1):
+        a = time.perf_counter()
+        con.execute(QUERY.format(f"fam_v{version}")).fetchall()
+        b = time.perf_counter()
+        con.execute(QUERY.format("copy")).fetchall()
+        c = time.perf_counter()
+        on_view.append(b - a)
+        on_table.append(c - b)
+        ratios.append((b - a) / (c - b))
+    con.execute("DROP TABLE copy")
+    return {  # the first run warms up
+        "view_ms": 1000 * statistics.median(on_view[1:]),
+        "table_ms": 1000 * statistics.median(on_table[1:]),
+        "ratio": statistics.median(ratios[1:]),
+    }
+
+
+def section(n: int, weeks: int, results: list[dict[str, Any]], runs: int) -> str:
+    lines = [
+        "### Incremental releases: time and storage per weekly version (DuckDB)",
+        "",
+        f"`bench/incremental.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, DuckDB {duckdb.__version__}, Python {platform.python_version()}. "
+        f"{n:,} rows (the synthetic table of `bench/ke_release.py`), (k,e) k=5, e=20; version 1, "
+        f"then {weeks} weekly versions, each after +1% inserted rows, 0.2% deleted, 0.2% with "
+        "a changed age. One run per layout on its own file, the same changes; times are one "
+        "release each (the machine is shared: read the curve, not one point). *Added*: file "
+        "bytes after the release minus before (`CHECKPOINT`ed), the first release's counted "
+        "from the file with the source alone. *Shared*: versions are views of one rows table "
+        "(issue 27); *tables*: a table per version (before). Target (issue 27): a later "
+        "release <= 0.2x the first's time and <= 0.1x its bytes added; the file at v52 <= 2x "
+        "the file at v1.",
+        "",
+        "| layout | version | release s | later / first time | file MiB | added MiB "
+        "| added / first added | rows table | members rows |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        first = result["versions"][0]
+        for v in result["versions"]:
+            rows = "" if v["rows"] is None else f"{v['rows']:,}"
+            lines.append(
+                f"| {result['layout']} | {v['version']} | {v['seconds']:.2f} "
+                f"| {v['seconds'] / first['seconds']:.2f} | {v['bytes'] / 2**20:.1f} "
+                f"| {v['added'] / 2**20:.1f} | {v['added'] / first['added']:.2f} "
+                f"| {rows} "
+                f"| {v['members']:,} |"
+            )
+    lines += [
+        "",
+        f"An analyst's query on the newest version (`{QUERY.format('fam_vN')}`), medians of "
+        f"{runs} alternated runs after one warm-up:",
+        "",
+        "| layout | on the version ms | on a table copy ms | **version / copy** |",
+        "|---|---|---|---|",
+    ]
+    for result in results:
+        q = result["query"]
+        lines.append(
+            f"| {result['layout']} | {q['view_ms']:.1f} | {q['table_ms']:.1f} "
+            f"| **{q['ratio']:.2f}** |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--weeks", type=int, default=8)
+    parser.add_argument("--layouts", default="shared,tables")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-report", action="store_true")
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for layout in args.layouts.split(","):
+            result = run(args.rows, args.weeks, layout, Path(tmp) / f"{layout}.duckdb", args.runs)
+            results.append(result)
+            print(
+                layout,
+                [(v["version"], round(v["seconds"], 2), v["added"]) for v in result["versions"]],
+            )
+    markdown = section(args.rows, args.weeks, results, args.runs)
+    print(markdown)
+    if not args.no_report:
+        print("wrote", report.replace_section("incremental", markdown))
+
+
+if __name__ == "__main__":
+    main()
