@@ -13,7 +13,8 @@ version, as before issue 27: ``release_rows.SHARED`` emptied for that run), each
 its own file with the same changes. Last, an analyst's query on the newest version's
 view beside the same query on a table copy of it: medians of ``--runs`` alternated runs.
 
-    .venv/bin/python bench/incremental.py [--rows 1000000] [--weeks 8] [--layouts shared,tables]
+    .venv/bin/python bench/incremental.py [--model ke|lhd] [--rows 1000000] [--weeks 8]
+        [--layouts shared,tables]
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import ke_release  # noqa: E402  (bench/ is not a package)
 import report  # noqa: E402
 
 RELEASE = {"key": "id", "sensitive": "s", "quasi": ["age", "zip", "sex"], "k": 5, "e": 20}
+LHD = {"key": "id", "quasi": ["age", "zip"], "sensitive": ["s"], "l": 3, "max_suppression": 1.0}
+WIDTHS = {"age": [5, 10, 20, 40], "zip": [1000, 10000, 50000]}
 QUERY = (
     "SELECT sex, SUM(s) AS total, AVG(s) AS mean FROM {} WHERE age BETWEEN 30 AND 60 GROUP BY sex"
 )
@@ -56,7 +59,13 @@ def week(con: duckdb.DuckDBPyConnection, n: int, w: int, next_id: int) -> int:
     return next_id + n // 100
 
 
-def run(n: int, weeks: int, layout: str, path: Path, runs: int) -> dict[str, Any]:
+def release(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any]:
+    if model == "lhd":
+        return sqlanon.release_lhd(con, "t", "fam", **LHD)
+    return sqlanon.release_ke(con, "t", "fam", **RELEASE)
+
+
+def run(n: int, weeks: int, layout: str, path: Path, runs: int, model: str) -> dict[str, Any]:
     saved = release_rows.SHARED
     if layout == "tables":
         release_rows.SHARED = frozenset()
@@ -64,6 +73,8 @@ def run(n: int, weeks: int, layout: str, path: Path, runs: int) -> dict[str, Any
         con = duckdb.connect(str(path))
         sqlanon.install(con)
         ke_release.generate_rows(con, 0, n, 7)
+        for attribute, widths in WIDTHS.items():
+            sqlanon.hierarchy_widths(con, "t", attribute, widths)
         empty = size(con, path)
         versions = []
         next_id = n
@@ -72,7 +83,7 @@ def run(n: int, weeks: int, layout: str, path: Path, runs: int) -> dict[str, Any
                 next_id = week(con, n, v, next_id)
             before = size(con, path)
             start = time.perf_counter()
-            summary = sqlanon.release_ke(con, "t", "fam", **RELEASE)
+            summary = release(con, model)
             seconds = time.perf_counter() - start
             after = size(con, path)
             rows = (
@@ -91,7 +102,7 @@ def run(n: int, weeks: int, layout: str, path: Path, runs: int) -> dict[str, Any
             })  # fmt: skip
         query = _query_ratio(con, weeks + 1, runs)
         con.close()
-        return {"layout": layout, "versions": versions, "query": query, "empty": empty}
+        return {"layout": layout, "model": model, "versions": versions, "query": query}
     finally:
         release_rows.SHARED = saved
 
@@ -116,13 +127,19 @@ def _query_ratio(con: duckdb.DuckDBPyConnection, version: int, runs: int) -> dic
     }
 
 
-def section(n: int, weeks: int, results: list[dict[str, Any]], runs: int) -> str:
+def section(n: int, weeks: int, results: list[dict[str, Any]], runs: int, model: str) -> str:
+    family = (
+        "(k,e) k=5, e=20 (quasi age, zip, sex)"
+        if model == "ke"
+        else "lHD l=3 (quasi age, zip by widths 5/10/20/40 and 1,000/10,000/50,000; "
+        "max_suppression 1.0)"
+    )
     lines = [
-        "### Incremental releases: time and storage per weekly version (DuckDB)",
+        f"### Incremental releases: time and storage per weekly version (DuckDB, {model})",
         "",
         f"`bench/incremental.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
         f"{os.cpu_count()} cores, DuckDB {duckdb.__version__}, Python {platform.python_version()}. "
-        f"{n:,} rows (the synthetic table of `bench/ke_release.py`), (k,e) k=5, e=20; version 1, "
+        f"{n:,} rows (the synthetic table of `bench/ke_release.py`), {family}; version 1, "
         f"then {weeks} weekly versions, each after +1% inserted rows, 0.2% deleted, 0.2% with "
         "a changed age. One run per layout on its own file, the same changes; times are one "
         "release each (the machine is shared: read the curve, not one point). *Added*: file "
@@ -170,21 +187,23 @@ def main() -> None:
     parser.add_argument("--weeks", type=int, default=8)
     parser.add_argument("--layouts", default="shared,tables")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--model", choices=["ke", "lhd"], default="ke")
     parser.add_argument("--no-report", action="store_true")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for layout in args.layouts.split(","):
-            result = run(args.rows, args.weeks, layout, Path(tmp) / f"{layout}.duckdb", args.runs)
+            path = Path(tmp) / f"{layout}.duckdb"
+            result = run(args.rows, args.weeks, layout, path, args.runs, args.model)
             results.append(result)
             print(
                 layout,
                 [(v["version"], round(v["seconds"], 2), v["added"]) for v in result["versions"]],
             )
-    markdown = section(args.rows, args.weeks, results, args.runs)
+    markdown = section(args.rows, args.weeks, results, args.runs, args.model)
     print(markdown)
     if not args.no_report:
-        print("wrote", report.replace_section("incremental", markdown))
+        print("wrote", report.replace_section(f"incremental-{args.model}", markdown))
 
 
 if __name__ == "__main__":
