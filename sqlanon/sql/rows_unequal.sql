@@ -1,21 +1,13 @@
--- Drop the candidate pairs whose rows differ: a new group is kept only if its multiset
--- of `{who_t}` tuples and its multiset of `{what_t}` tuples equal the current group's
--- (equal sizes, so one EXCEPT ALL each way suffices; NULLs compare equal there).
+-- Drop the candidate pairs whose rows differ in `{cols}`: a new group is kept only if
+-- its multiset of these tuples equals the current group's (called for each multiset of
+-- its content; equal sizes, so one EXCEPT ALL suffices; NULLs compare equal there).
 DELETE FROM _sqlanon_pairs
 WHERE new_id IN (
     SELECT x.new_id FROM (
-        SELECT p.new_id, {who_t} FROM {staging} AS t
+        SELECT p.new_id, {cols} FROM {staging} AS t
         JOIN _sqlanon_pairs AS p ON p.new_id = t.{group}
         EXCEPT ALL
-        SELECT p.new_id, {who_t} FROM {rows} AS t
+        SELECT p.new_id, {cols} FROM {rows} AS t
         JOIN _sqlanon_pairs AS p ON p.old_id = t.{group}
     ) AS x
-    UNION ALL
-    SELECT y.new_id FROM (
-        SELECT p.new_id, {what_t} FROM {staging} AS t
-        JOIN _sqlanon_pairs AS p ON p.new_id = t.{group}
-        EXCEPT ALL
-        SELECT p.new_id, {what_t} FROM {rows} AS t
-        JOIN _sqlanon_pairs AS p ON p.old_id = t.{group}
-    ) AS y
 )

@@ -149,11 +149,14 @@ def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarra
         "history": _qualified(session, history_name(staged.family)),
         "group": q(staged.group),
     }
-    for name in ("rows_groups", "rows_pairs", "rows_unequal", "rows_ids"):
-        for statement in sqltext.statements(
-            render_sql(session, name, who_t=who, what_t=what, **names)
-        ):
-            session.execute(statement)
+    for statement in sqltext.statements(
+        render_sql(session, "rows_groups", who_t=who, what_t=what, **names)
+    ):
+        session.execute(statement)
+    session.execute(sqltext.load(session.dialect, "rows_pairs"))
+    for cols in dict.fromkeys([who, what]):  # lHD: one multiset
+        session.execute(render_sql(session, "rows_unequal", cols=cols, **names))
+    session.execute(render_sql(session, "rows_ids", **names))
     session.execute(render_sql(session, "rows_remap", table=staged.table, group=q(staged.group)))
     for table in temp:
         session.execute(render_sql(session, "rows_remap", table=q(table), group=q("group_id")))
