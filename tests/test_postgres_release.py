@@ -267,3 +267,40 @@ def test_keys_that_are_not_integers_join_as_their_own_type(people: Any, key_type
                    f" WHERE pid = CAST({key} AS {key_type})")  # fmt: skip
     third = people.execute(release).fetchone()[0]
     assert (third["version"], third["value_changed"]) == (3, 1)
+
+
+def test_versions_share_their_rows_and_analysts_read_only_the_views(people: Any) -> None:
+    """Versions are views of the family's current rows and history: every version reads
+    as it did after later releases (client and server side), a kept group keeps its
+    rows, and the analyst role reads the views but not the tables behind them."""
+    seen = {}
+    for step, release in enumerate([client_release, server_release, client_release]):
+        if step:
+            people.execute("DELETE FROM people WHERE id = %s", [step])
+            people.execute("UPDATE people SET age = age + 1 WHERE id = %s", [10 + step])
+            people.execute(ADD_PEOPLE, [100 + 10 * step, 104 + 10 * step])
+        release(people, "fam")
+        for v in range(1, step + 2):
+            rows = sorted(map(repr, people.execute(f"SELECT * FROM fam_v{v}").fetchall()))  # noqa: S608
+            assert seen.setdefault(v, rows) == rows
+    kinds = dict(
+        people.execute(
+            "SELECT table_schema || '.' || table_name, table_type FROM information_schema.tables"
+            " WHERE table_name LIKE 'fam%%'"
+        ).fetchall()
+    )
+    assert kinds["public.fam_v1"] == kinds["sqlanon_bounds.fam_v3_bounds"] == "VIEW"
+    assert kinds["sqlanon_bounds.fam__rows"] == kinds["sqlanon_bounds.fam__history"] == "BASE TABLE"
+    current, history = people.execute(
+        "SELECT (SELECT count(*) FROM sqlanon_bounds.fam__rows),"
+        " (SELECT count(*) FROM sqlanon_bounds.fam__history)"
+    ).fetchone()
+    assert current == len(seen[3]) and history > 0
+    privileges = people.execute(
+        "SELECT has_table_privilege('sqlanon_analyst', 'public.fam_v1', 'SELECT'),"
+        " has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.fam_v2_bounds', 'SELECT'),"
+        " has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.fam__rows', 'SELECT'),"
+        " has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.fam__history', 'SELECT'),"
+        " has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.fam__bounds', 'SELECT')"
+    ).fetchone()
+    assert privileges == (True, True, False, False, False)
