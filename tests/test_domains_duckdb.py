@@ -212,7 +212,7 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
     con.execute("DROP TABLE sqlanon.kept_values")
     con.execute("DROP TABLE sqlanon.links")
     con.execute("DROP TABLE sqlanon.query_limits")
-    con.execute("DELETE FROM sqlanon.migrations WHERE name >= '005'")
+    con.execute("DELETE FROM sqlanon.migrations WHERE name >= '005' AND name < '009'")
     con.close()
 
     con = duckdb.connect(path)

@@ -283,8 +283,8 @@ def test_old_version_tables_may_be_dropped(people: duckdb.DuckDBPyConnection) ->
     make_people(people, 30, start=FIRST + 1000)
     assert sqlanon.release_lhd(people, "people", "people_lhd", **lhd)["version"] == 2
     assert sqlanon.release_ke(people, "people", "people_ke", **RELEASE)["version"] == 2
-    for table in ("people_lhd_v1", "people_ke_v1", 'sqlanon."people_ke_v1_bounds"'):
-        people.execute(f"DROP TABLE {table}")
+    for view in ("people_lhd_v1", "people_ke_v1", 'sqlanon."people_ke_v1_bounds"'):
+        people.execute(f"DROP VIEW {view}")
     for family in ("people_lhd", "people_ke"):
         (row,) = sqlanon.interval(people, f"SELECT COUNT(*) FROM {family}")  # noqa: S608
         published = people.execute(f"SELECT count(*) FROM {family}").fetchone()[0]  # noqa: S608
