@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import sqlanon
-from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.duckdb.session import DuckDBSession
+from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke_bounds
 from sqlanon.state.bounds import write_bounds_sql
 
@@ -587,9 +587,12 @@ def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> N
     # without scanning it.
     write_bounds_sql(DuckDBSession(con), '"from_release"', '"people_ke_v1"', '"salary"')
     order = "ORDER BY descending, group_id, block, lo_rank"
-    assert con.execute(f"SELECT * FROM from_release {order}").fetchall() == con.execute(
-        f'SELECT * FROM sqlanon."people_ke_v1_bounds" {order}'  # noqa: S608
-    ).fetchall()
+    assert (
+        con.execute(f"SELECT * FROM from_release {order}").fetchall()
+        == con.execute(
+            f'SELECT * FROM sqlanon."people_ke_v1_bounds" {order}'  # noqa: S608
+        ).fetchall()
+    )
     types = "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?"
     assert column_type == "INTEGER" or sorted(
         con.execute(types, ["from_release"]).fetchall()
