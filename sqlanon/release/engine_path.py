@@ -93,7 +93,7 @@ def shuffle_key() -> str:
     DuckDB: h = m(m(x XOR k1) XOR k2), with x = ``hash(key)`` (DuckDB's 64-bit hash of
     the key in its own type: public), m = DuckDB's ``hash`` of a 64-bit integer (a
     bijective multiply-xorshift mixer, murmur's finalizer) and k1, k2 the secret's two
-    64-bit halves: a two-round Even-Mansour permutation of x over that mixer, about 2%
+    64-bit halves: a two-round Even-Mansour permutation of x over that mixer, about 3%
     of SHA-256's cost per row here (bench/ke_release.py). It is not a cryptographic PRF,
     and needs not be: what it must do is make a group's order, for any fixed keys,
     uniform over the 2^128 secrets (each round's XOR makes every x's input uniform, the
