@@ -9,12 +9,14 @@ DuckDB file in a temp dir and times, each in its own child process:
       one write of the whole table), dropped again;
   (b) the first release ``sqlanon.release_ke(con, 't', 'fam', key='id', sensitive='s',
       quasi=['age', 'zip', 'sex'], k=5, e=20)``;
+  (a1), (b1) the same two on a copy of the file made before (b), both under
+      ``SET threads = 1`` ((a) and (b) use every core, DuckDB's default);
   then 10% new rows are appended and
   (c) the second release of the same family;
   (d) the sorted copy again, at the new size.
 
-Ratios b/a and c/d are taken per repetition (side by side on the same file) and the
-median is reported. Peak memory: every child reads its own high-water RSS (VmHWM in
+Ratios b/a, b1/a1 and c/d are taken per repetition (side by side on the same file) and
+the median is reported. Peak memory: every child reads its own high-water RSS (VmHWM in
 /proc/self/status) when done; the release's peak is reported both as is and minus the
 VmHWM of a baseline child that imported sqlanon, opened the file and scanned every
 column of ``t`` (so DuckDB paged the table in) and did nothing else.
@@ -125,27 +127,32 @@ def vm_hwm_kib() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def connect(db: str) -> duckdb.DuckDBPyConnection:
+def connect(db: str, threads: int = 0) -> duckdb.DuckDBPyConnection:
     """The file, with DuckDB's memory limit from $SQLANON_BENCH_MEMORY (e.g. 8GB) when
-    set: sorts, joins and temporary tables beyond it spill to disk."""
+    set (sorts, joins and temporary tables beyond it spill to disk), and ``threads``
+    threads (0: DuckDB's default, every core)."""
     limit = os.environ.get("SQLANON_BENCH_MEMORY")
-    return duckdb.connect(db, config={"memory_limit": limit} if limit else {})
+    con = duckdb.connect(db, config={"memory_limit": limit} if limit else {})
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
 
 
-def child(mode: str, db: str, family: str) -> dict[str, Any]:
+def child(mode: str, db: str, family: str, threads: int = 0) -> dict[str, Any]:
     """One measurement in this (fresh) process; prints JSON for the parent."""
     if mode == "profile":
         return {"mode": mode, "text": profile_release(db, family), "vm_hwm_kib": vm_hwm_kib()}
-    con = connect(db)
+    con = connect(db, threads)
     try:
         out: dict[str, Any] = {"mode": mode}
         if mode == "baseline":
             con.execute("SELECT count(*), max(id), max(age), max(zip), max(sex), max(s) FROM t")
             con.fetchall()
         elif mode == "sort":
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             con.execute(SORT_SQL)
             out["seconds"] = time.perf_counter() - start
+            out["cpu"] = time.process_time() - cpu
             con.execute("DROP TABLE t2")
         elif mode in ("release", "release_rows"):
             if mode == "release_rows":  # the row path, as every release ran before issue 13
@@ -155,11 +162,12 @@ def child(mode: str, db: str, family: str) -> dict[str, Any]:
             # Python's own heap (numpy included; DuckDB's buffers are not Python's) peaks
             # with what the release holds in Python: counts, not rows.
             tracemalloc.start()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             summary = sqlanon.release_ke(
                 con, "t", family, key="id", sensitive="s", quasi=QUASI, k=K, e=E
             )
             out["seconds"] = time.perf_counter() - start
+            out["cpu"] = time.process_time() - cpu
             out["python_peak_kib"] = tracemalloc.get_traced_memory()[1] / 1024
             tracemalloc.stop()
             out["summary"] = summary
@@ -171,9 +179,13 @@ def child(mode: str, db: str, family: str) -> dict[str, Any]:
         con.close()
 
 
-def run_child(mode: str, db: Path, family: str = "fam") -> dict[str, Any]:
+def run_child(mode: str, db: Path, family: str = "fam", threads: int = 0) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", mode, "--db", str(db), "--family", family]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    command += ["--threads", str(threads)]
+    # The children import this checkout's sqlanon (not whichever one the venv points at).
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"child {mode} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -185,11 +197,16 @@ def run_child(mode: str, db: Path, family: str = "fam") -> dict[str, Any]:
 def repetition(n: int, rep: int, workdir: Path, row_path: bool) -> dict[str, Any]:
     db = workdir / f"bench_{n}_{rep}.duckdb"
     rows_db = workdir / f"bench_{n}_{rep}_rows.duckdb"
+    one_db = workdir / f"bench_{n}_{rep}_one_thread.duckdb"
     seed = 1000 * rep + n % 997
     build_file(db, n, seed)
     if row_path:
         shutil.copy(db, rows_db)
+    shutil.copy(db, one_db)
     base = run_child("baseline", db)
+    a1 = run_child("sort", one_db, threads=1)
+    b1 = run_child("release", one_db, threads=1)
+    one_db.unlink()
     a = run_child("sort", db)
     b = run_child("release", db)
     b_rows = run_child("release_rows", rows_db) if row_path else None
@@ -220,6 +237,13 @@ def repetition(n: int, rep: int, workdir: Path, row_path: bool) -> dict[str, Any
         "c": c["seconds"],
         "d": d["seconds"],
         "b_over_a": b["seconds"] / a["seconds"],
+        "a1": a1["seconds"],
+        "b1": b1["seconds"],
+        "b1_over_a1": b1["seconds"] / a1["seconds"],
+        "cpu_b_over_a": b["cpu"] / a["cpu"],
+        "cpu_b1_over_a1": b1["cpu"] / a1["cpu"],
+        "sort1_kib": a1["vm_hwm_kib"],
+        "release1t_kib": b1["vm_hwm_kib"],
         "c_over_d": c["seconds"] / d["seconds"],
         "base_kib": base["vm_hwm_kib"],
         "sort_kib": max(a["vm_hwm_kib"], d["vm_hwm_kib"]),
@@ -250,11 +274,14 @@ def row_path(rows: list[dict[str, Any]]) -> str:
 
 def table(results: list[dict[str, Any]], reps: int) -> str:
     lines = [
-        "| rows (v1 → v2) | (a) sort v1 s | (b) release v1 s | b/a | (d) sort v2 s "
-        "| (c) release v2 s | c/d | release peak RSS MiB | baseline MiB | release − baseline MiB "
-        "| Python heap peak MiB | sort peak MiB | v2 held back | groups v1 / v2 "
+        "| rows (v1 → v2) | (a) sort v1 s | (b) release v1 s | b/a all cores "
+        "| (a1) sort 1 thread s | (b1) release 1 thread s | b1/a1 1 thread "
+        "| CPU b/a all cores / b1/a1 1 thread "
+        "| (d) sort v2 s | (c) release v2 s | c/d | release peak RSS MiB | sort peak RSS MiB "
+        "| 1 thread: release / sort peak MiB | baseline MiB | release − baseline MiB "
+        "| Python heap peak MiB | v2 held back | groups v1 / v2 "
         "| row path v1 / v2 s | row path Python heap MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_n: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
@@ -268,10 +295,14 @@ def table(results: list[dict[str, Any]], reps: int) -> str:
         last = rows[-1]
         lines.append(
             f"| {n:,} → {last['grown']:,} | {med('a'):.2f} | {med('b'):.2f} "
-            f"| **{med('b_over_a'):.1f}** | {med('d'):.2f} | {med('c'):.2f} "
-            f"| **{med('c_over_d'):.1f}** | {_mib(med('release_kib'))} | {_mib(med('base_kib'))} "
-            f"| **{_mib(delta)}** | **{med('python_kib') / 1024:,.1f}** "
-            f"| {_mib(med('sort_kib'))} | {last['v2']['held_back']:,} "
+            f"| **{med('b_over_a'):.1f}** | {med('a1'):.2f} | {med('b1'):.2f} "
+            f"| **{med('b1_over_a1'):.1f}** "
+            f"| {med('cpu_b_over_a'):.1f} / {med('cpu_b1_over_a1'):.1f} "
+            f"| {med('d'):.2f} | {med('c'):.2f} "
+            f"| **{med('c_over_d'):.1f}** | {_mib(med('release_kib'))} | {_mib(med('sort_kib'))} "
+            f"| {_mib(med('release1t_kib'))} / {_mib(med('sort1_kib'))} "
+            f"| {_mib(med('base_kib'))} | **{_mib(delta)}** "
+            f"| **{med('python_kib') / 1024:,.1f}** | {last['v2']['held_back']:,} "
             f"| {last['v1']['groups']:,} / {last['v2']['groups']:,} | {row_path(rows)} |"
         )
     header = (
@@ -291,9 +322,12 @@ def table(results: list[dict[str, Any]], reps: int) -> str:
         "issue 13 (rows read into numpy, planned, written back). (a)/(d): "
         f"`{SORT_SQL}`; (b)/(c): `sqlanon.release_ke(con, 't', 'fam', key='id', "
         "sensitive='s', quasi=['age', 'zip', 'sex'], k=5, e=20)`, first version on n rows, "
-        "second after appending n/10 rows. Target (issue 13): b/a and c/d <= 3 at 10^6 and "
-        "10^7; 10^8 completes on this 24 GiB machine, its peak RSS growing with the "
-        "aggregates, not the rows. Sizes of 10^8 rows and more run one repetition.\n"
+        "second after appending n/10 rows; (a1)/(b1): (a) and (b) on a copy of the file "
+        "made before (b), both under `SET threads = 1` (the others use every core). *CPU*: "
+        "the same ratios in CPU seconds of the child process (every thread; on a machine "
+        "other work shares, what the statements cost rather than when they got a core). "
+        "Target (issue 27): the first release b/a and b1/a1 <= 4 at 10^6 and 10^7, peak "
+        "RSS beside the sorted copy's. Sizes of 10^8 rows and more run one repetition.\n"
     )
     return header + "\n" + "\n".join(lines) + "\n"
 
@@ -432,12 +466,13 @@ def main() -> None:
         help=argparse.SUPPRESS,
     )
     parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--family", default="fam", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory:
         os.environ["SQLANON_BENCH_MEMORY"] = args.memory
     if args.child:
-        print(json.dumps(child(args.child, args.db, args.family), default=float))
+        print(json.dumps(child(args.child, args.db, args.family, args.threads), default=float))
         return
     with tempfile.TemporaryDirectory(prefix="sqlanon_bench_") as tmp:
         if args.profile:
@@ -458,6 +493,8 @@ def main() -> None:
                 print(
                     f"n={n:,} rep {rep}: a {r['a']:.2f}s b {r['b']:.2f}s c {r['c']:.2f}s "
                     f"d {r['d']:.2f}s  b/a {r['b_over_a']:.1f} c/d {r['c_over_d']:.1f}  "
+                    f"1 thread: a1 {r['a1']:.2f}s b1 {r['b1']:.2f}s b1/a1 {r['b1_over_a1']:.1f}  "
+                    f"CPU b/a {r['cpu_b_over_a']:.1f} b1/a1 {r['cpu_b1_over_a1']:.1f}  "
                     f"release peak {_mib(r['release_kib'])} MiB (baseline "
                     f"{_mib(r['base_kib'])}, sort {_mib(r['sort_kib'])})",
                     flush=True,

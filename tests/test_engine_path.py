@@ -7,8 +7,10 @@ record's status (published, held back, suppressed), and, when no two records sha
 value (the plan is then unique up to numbering), each record's group and every group's
 multiset. With ties the groups may split equal values differently at the same cost.
 Deletions and changed values between releases (ghosts and chains) take the engine
-path too and must agree the same way. The within-group shuffle, SHA-256 of a per-release secret and the key, is checked for
-uniformity on a small group, as the row path's is (tests/test_ke_model.py).
+path too and must agree the same way. The within-group shuffle, a keyed order of the keys
+under a per-release secret, is checked for uniformity on a small group of consecutive
+keys, as the row path's is (tests/test_ke_model.py), and the release stops rather than
+pair a record with another group's value.
 """
 
 from __future__ import annotations
@@ -169,36 +171,50 @@ def test_engine_path_writes_every_piece() -> None:
     assert len(engine_result[0]) > 0
 
 
-def test_shuffle_is_uniform_on_a_small_group() -> None:
-    """Three records of one group with three values: over many secrets each of the 6
-    assignments of values to records comes out about equally often (chi-square)."""
-    con = duckdb.connect()
+def _small_release(con: duckdb.DuckDBPyConnection) -> str:
+    """Two groups of three records (consecutive keys) with their values as the plan
+    publishes them (``_sqlanon_runs``); the release statement over them."""
     con.execute(
         "CREATE TEMP TABLE _sqlanon_read AS SELECT * FROM (VALUES (1, 10.0, -1, 'a', 10), "
-        "(2, 20.0, -1, 'b', 20), (3, 30.0, -1, 'c', 30)) AS t(record_value, s, domain_cell, "
+        "(2, 20.0, -1, 'b', 20), (3, 30.0, -1, 'c', 30), (4, 40.0, -1, 'd', 40), "
+        "(5, 50.0, -1, 'e', 50), (6, 60.0, -1, 'f', 60)) AS t(record_value, s, domain_cell, "
         "c0, c1)"
     )
     con.execute(
         "CREATE TEMP TABLE _sqlanon_plan AS SELECT * FROM (VALUES (-1, 10.0, 0, 0), "
-        "(-1, 20.0, 0, 0), (-1, 30.0, 0, 0)) AS t(domain_cell, s, group_id, cell_id)"
+        "(-1, 20.0, 0, 0), (-1, 30.0, 0, 0), (-1, 40.0, 1, 1), (-1, 50.0, 1, 1), "
+        "(-1, 60.0, 1, 1)) AS t(domain_cell, s, group_id, cell_id)"
     )
-    sql = sqltext.render(
+    con.execute(
+        "CREATE TEMP TABLE _sqlanon_runs AS SELECT CAST(group_id AS INTEGER) AS group_id, "
+        "CAST(s AS INTEGER) AS value, CAST(1 AS BIGINT) AS c FROM _sqlanon_plan"
+    )
+    return sqltext.render(
         sqltext.load("duckdb", "ke_engine_release"),
         release='"out"',
-        quasi_a='"c0"',
+        quasi_r='"r"."c0"',
         quasi_out='"who"."c0" AS "name"',
-        sensitive_a='"c1"',
         sensitive='"salary"',
         plan_match=sqltext.match('"p"', '"r"', ['"domain_cell"', '"s"']),
     )
+
+
+def test_shuffle_is_uniform_on_a_small_group() -> None:
+    """Three records of one group with three values: over many secrets each of the 6
+    assignments of values to records comes out about equally often (chi-square), and
+    so does the order of the group's rows; no record gets another group's value."""
+    con = duckdb.connect()
+    sql = _small_release(con)
     seen: Counter[tuple[Any, ...]] = Counter()
     orders: Counter[tuple[Any, ...]] = Counter()
     trials = 600
     for _ in range(trials):
         con.execute(sql, [release_engine.shuffle_key()])
         rows = con.execute("SELECT name, salary FROM out").fetchall()
-        seen[tuple(sorted(rows))] += 1
-        orders[tuple(name for name, _ in rows)] += 1
+        assert sorted(s for name, s in rows if name > "c") == [40, 50, 60]
+        first = [(name, s) for name, s in rows if name <= "c"]
+        seen[tuple(sorted(first))] += 1
+        orders[tuple(name for name, _ in first)] += 1
         con.execute("DROP TABLE out")
     for counter in (seen, orders):
         assert len(counter) == 6
@@ -207,3 +223,13 @@ def test_shuffle_is_uniform_on_a_small_group() -> None:
         # 5 degrees of freedom, p < 1e-5: every key is drawn afresh, so a uniform shuffle
         # fails it once in 50,000 suites (p = 0.001 failed one run of 718 tests here)
         assert chi2 < 30.86, counter
+
+
+def test_release_stops_when_rows_and_values_are_out_of_step() -> None:
+    """Values that do not match the rows group by group (one moved from group 0 to
+    group 1) stop the release instead of pairing a record with another group's value."""
+    con = duckdb.connect()
+    sql = _small_release(con)
+    con.execute("UPDATE _sqlanon_runs SET group_id = 1 WHERE value = 30")
+    with pytest.raises(duckdb.Error, match="out of step"):
+        con.execute(sql, [release_engine.shuffle_key()])

@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 import sqlanon
+from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
 from sqlanon.models import ke_bounds
 from sqlanon.state import release_rows
+from sqlanon.state.bounds import write_bounds_sql
 
 RELEASE = (
     "SELECT sqlanon_release_ke('people', 'people_ke', key := 'id', sensitive := 'salary', "
@@ -581,6 +583,21 @@ def test_bounds_table_matches_the_release(tmp_path: Path, column_type: str) -> N
             assert prior + (r - lo + 1) * value == sum(values[n - r :])
     assert max(b[2] for b in bounds) > 0  # groups span several blocks
     assert len(bounds) < sum(len(v) for _, v in rows) or column_type == "DOUBLE"
+    # The table from the published runs is the one the release table itself gives, in
+    # the column's own arithmetic (types too, but integers' sums, BIGINT by design),
+    # without scanning it.
+    write_bounds_sql(DuckDBSession(con), '"from_release"', '"people_ke_v1"', '"salary"')
+    order = "ORDER BY descending, group_id, block, lo_rank"
+    assert (
+        con.execute(f"SELECT * FROM from_release {order}").fetchall()
+        == con.execute(
+            f'SELECT * FROM sqlanon."people_ke_v1_bounds" {order}'  # noqa: S608
+        ).fetchall()
+    )
+    types = "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?"
+    assert column_type == "INTEGER" or sorted(
+        con.execute(types, ["from_release"]).fetchall()
+    ) == sorted(con.execute(types, ["people_ke_v1_bounds"]).fetchall())
     con.close()
 
 

@@ -74,20 +74,36 @@ def tune_postgres(session: Session) -> list[tuple[str, str]]:
 
 
 def shuffle_key() -> str:
-    """The secret of a release's shuffle: 128 bits from ``os.urandom``, never stored,
-    and never derived from anything a caller gives (a release with a guessable secret
-    would let anyone who guesses it link every row to its key: there is no seed).
+    """The secret of a release's shuffle: 128 bits from ``os.urandom`` (32 hex digits),
+    never stored, and never derived from anything a caller gives (there is no seed:
+    nobody, the owner included, can choose or recompute a release's pairing).
 
-    Why this shuffle is sound: the release pairs each group's records, ordered by
-    ``SHA-256(secret || key)``'s first 64 bits, with the group's values sorted, and
-    orders rows by the next 64 bits. SHA-256 with a uniformly random 128-bit prefix
-    is a pseudo-random function of the key (the standard assumption behind prefix-keyed
-    SHA-2 and HMAC; length extension only forges longer inputs' hashes, and no hash is
-    ever shown), so the record order within a group is a uniformly random permutation
-    (64-bit ties, about n^2 / 2^65, fall back to key order) and the pairing is a uniform
-    random assignment of the group's multiset to its records, as the row path's
-    ``os.urandom`` shuffle (``ke_shuffle.permute_within_groups``) makes it. The secret is drawn
-    per release and dropped: nobody, the owner included, can recompute the pairing.
+    Why the shuffle is sound. Within a group, the record of rank i by a keyed order h
+    gets the group's i-th smallest value. Anyone who reads the release can read that
+    order off it (a record's published value is the one of its h-rank), so privacy never
+    rests on h staying hidden; it rests on h being a function of the key and the secret
+    only, never of the sensitive value, and on the order it gives a group being a
+    uniformly random permutation of its records whatever their keys are (keys may well
+    encode S: numbered by salary, say; an order that followed the keys would then pair
+    records with their own values). Given the group's multiset, the published pairing is
+    then independent of the true one, as the row path's ``os.urandom`` shuffle
+    (``ke_shuffle.permute_within_groups``) makes it. Ties in h (distinct keys only, about
+    n^2 / 2^65) fall back to key order.
+
+    DuckDB: h = m(m(x XOR k1) XOR k2), with x = ``hash(key)`` (DuckDB's 64-bit hash of
+    the key in its own type: public), m = DuckDB's ``hash`` of a 64-bit integer (a
+    bijective multiply-xorshift mixer, murmur's finalizer) and k1, k2 the secret's two
+    64-bit halves: a two-round Even-Mansour permutation of x over that mixer, about 3%
+    of SHA-256's cost per row here (bench/ke_release.py). It is not a cryptographic PRF,
+    and needs not be: what it must do is make a group's order, for any fixed keys,
+    uniform over the 2^128 secrets (each round's XOR makes every x's input uniform, the
+    mixer spreads each bit over all 64; tests/test_engine_path.py checks it with
+    consecutive keys). An attacker who sees the release but not the secret can predict
+    nothing beyond the release itself: the order of h within each group, which the
+    release already shows, and nothing of other releases (each draws its own secret)
+    or of any sensitive value. PostgreSQL and Spark keep SHA-256 of the secret and the
+    key's text (``sha256($1 || key)``: a pseudo-random function of the key under the
+    standard assumption behind prefix-keyed SHA-2), which gives the same guarantee.
     """
     return os.urandom(16).hex()
 

@@ -5,14 +5,18 @@ The stages of :mod:`~sqlanon.release.pipeline` on the engine path (issue 13):
 1. **Read** (SQL): the source joined with the state of the family's and the domain's
    last releases, kept in the temporary table ``_sqlanon_read``; Python reads only
    counts: per (cell of the domain's latest release, value), the number of records
-   (``sqlanon/sql/ke_engine_counts.sql``), and a few totals.
+   and a few totals, in one pass (``sqlanon/sql/ke_engine_counts_stats.sql``; counted
+   again, ``ke_engine_counts.sql``, only when changed values, chains or ghosts change the
+   entries).
 2. **Plan** (pure): :func:`sqlanon.models.ke_incremental.plan_in_cells` on those entries, each
    weighted by its records. An old cell is published whole or left out whole and the
    new records of one value share their fate, so the plan is a small table: per entry
    its group and its cell after this release (``_sqlanon_plan``).
-3. **Write** (SQL): the plan joined to the rows writes the release table, with the
-   within-group shuffle done by a keyed pseudo-random function (:func:`shuffle_key`),
-   the members' state, the kept values; the bounds table comes from the counts.
+3. **Write** (SQL): the plan joined to the rows writes the release table in one sort,
+   with the within-group shuffle done by a keyed pseudo-random order (:func:`shuffle_key`),
+   the members' state, the kept values; the bounds table comes from the published runs
+   (``_sqlanon_runs``: the plan's entries, or counted in SQL for values a double cannot
+   hold exactly), never from a scan of the release.
 
 The planner sees the same multisets as the row path (:mod:`~sqlanon.release.ke_rows`)
 and makes a plan with the same objective (``tests/test_ke_counts.py``); the records a
@@ -40,6 +44,10 @@ from sqlanon.session import Session
 from sqlanon.state import bounds, domains, live
 from sqlanon.state.source import relation, render_sql
 
+#: What the read's first count (``sqlanon/sql/ke_engine_counts_stats.sql``) counts
+#: besides the records.
+_STATS = ("not_finite", "value_changed", "inserted", "quasi_changed", "celled")
+
 #: Temporary tables of one engine release, dropped when it ends either way.
 _TEMP = (
     "_sqlanon_read",
@@ -48,6 +56,7 @@ _TEMP = (
     "_sqlanon_ghost_read",
     "_sqlanon_ghost_members",
     "_sqlanon_ghost_values",
+    "_sqlanon_runs",
 )
 
 
@@ -102,12 +111,13 @@ def _read(session: Session, job: KeJob) -> CountsRead | None:
         columns=columns,
         source=job.src.qualified(session),
     )
-    stats = engine_path.read_source(
-        session,
+    session.execute(
         render_sql(session, "ke_engine_read", carried=carried) + read + "\n) AS r",
         scope.read_parameters(job.family, job.last),
-        "ke_engine_stats",
     )
+    first = session.query_arrays(sqltext.load(session.dialect, "ke_engine_counts_stats"))
+    stats = {name: int(first[name].sum()) for name in _STATS}
+    stats["n"] = int(first["records"].sum())
     job.note("rows read", int(stats["n"]))
     if stats["not_finite"]:
         shown = session.query(
@@ -121,13 +131,18 @@ def _read(session: Session, job: KeJob) -> CountsRead | None:
     others = [a for a in scope.attributes if a != sensitive]
     if (stats["value_changed"] or scope.linked(session)) and set(others) & set(job.quasi):
         return None
-    return _entries(session, job, stats, alias)
+    return _entries(session, job, stats, alias, first)
 
 
 def _entries(
-    session: Session, job: KeJob, stats: dict[str, Any], alias: dict[str, str]
+    session: Session,
+    job: KeJob,
+    stats: dict[str, Any],
+    alias: dict[str, str],
+    first: dict[str, np.ndarray],
 ) -> CountsRead:
-    """The changes applied and the entries counted, ghosts among them."""
+    """The changes applied and the entries counted, ghosts among them (``first``, the
+    read's first count, when nothing changed them)."""
     scope, sensitive, q = job.scope, job.sensitive, session.quote_ident
     others = [a for a in scope.attributes if a != sensitive]
     changed_keys = []
@@ -154,13 +169,16 @@ def _entries(
         _read_ghosts(
             session, ghosts, {a: alias[a] for a in [sensitive, *others]}, sensitive, linked
         )
-    counts = session.query_arrays(
-        render_sql(
-            session,
-            "ke_engine_counts_ghosts" if ghosts.count else "ke_engine_counts",
-            entry=", ".join(q(c) for c in entry),
+    if changed_keys or linked or ghosts.count:
+        counts = session.query_arrays(
+            render_sql(
+                session,
+                "ke_engine_counts_ghosts" if ghosts.count else "ke_engine_counts",
+                entry=", ".join(q(c) for c in entry),
+            )
         )
-    )
+    else:
+        counts = {c: first[c] for c in ["domain_cell", "s", "records"]}
     values = counts["s"].astype(np.float64)
     return CountsRead(
         prior=domains.read_cells(session, scope.last, counts["domain_cell"].astype(np.int64)),
@@ -256,10 +274,36 @@ def _newly_published(session: Session, job: KeJob, read: CountsRead, planned: Pl
     return bool(newly)
 
 
+def _published(job: KeJob, planned: Planned) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The published entries' values, records and groups."""
+    chosen, values = planned.chosen, planned.values[job.sensitive]
+    assert planned.weight is not None
+    return values[chosen], planned.weight[chosen], planned.group[chosen]
+
+
+def _load_runs(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> None:
+    """``_sqlanon_runs``: the published values per group and value in the column's own
+    type, from the plan's entries when they hold them exactly (integers), else counted
+    in SQL; the release table and the bounds table both read them."""
+    values, counts, group = _published(job, planned)
+    if bounds.runs_exact(job.src, job.sensitive, values, counts):
+        bounds.load_runs(session, job.src.columns[job.sensitive], values, counts, group)
+        return
+    session.execute(
+        render_sql(
+            session,
+            "ke_engine_runs_ghosts" if read.ghosts.count else "ke_engine_runs",
+            sensitive_a=session.quote_ident(read.alias[job.sensitive]),
+            **_matches(session, read),
+        )
+    )
+
+
 def _write_table(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> int:
-    """The release table: within each group, the record of rank i by ``SHA-256(secret ||
-    key)`` gets the group's i-th smallest value; rows in that hash's order."""
+    """The release table: within each group, the record of rank i by the keyed order
+    (:func:`shuffle_key`) gets the group's i-th smallest value (``_sqlanon_runs``)."""
     q, alias, quasi = session.quote_ident, read.alias, job.quasi
+    _load_runs(session, job, read, planned)
     session.execute(
         render_sql(
             session,
@@ -281,14 +325,12 @@ def _write_table(session: Session, job: KeJob, read: CountsRead, planned: Planne
 
 
 def _write_state(session: Session, job: KeJob, read: CountsRead, planned: Planned) -> None:
-    """The bounds table from the published entries' counts, then the members, kept
-    values and cells."""
-    chosen, values = planned.chosen, planned.values[job.sensitive]
-    assert planned.weight is not None
-    bounds.write_bounds_counts(
-        session, job.src, job.sensitive, job.table, values[chosen], planned.weight[chosen],
-        planned.group[chosen],
-    )  # fmt: skip
+    """The bounds table from the published runs (``_sqlanon_runs``), then the members,
+    kept values and cells."""
+    values, counts, _ = _published(job, planned)
+    bounds.write_bounds_runs(
+        session, job.table, exact=bounds.runs_exact(job.src, job.sensitive, values, counts)
+    )
     engine_path.write_state(
         session, job, _matches(session, read), read.alias, planned.cells, read.ghosts.count > 0
     )

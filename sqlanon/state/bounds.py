@@ -69,6 +69,45 @@ def write_bounds_rows(
     session.execute("DROP TABLE _sqlanon_bounds")
 
 
+def runs_exact(src: Source, sensitive: str, values: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether the published (value, count) entries are integers whose sums are exact
+    in float64 (the plan's values are then the column's own, and the bounds' sums fit
+    BIGINT); integers whose absolute sum reaches 2**62 are refused (a lookup multiplies
+    a value by a rank count in 64-bit arithmetic)."""
+    sensitive_type = src.columns[sensitive]
+    total = float((np.abs(values) * counts).sum())
+    integer = INTEGER.search(sensitive_type.lower()) is not None
+    if integer and total >= 2.0**62:
+        raise ConfigError(
+            f"sensitive column {sensitive!r}: the sum of its absolute values reaches "
+            "2**62, beyond what interval answers compute exactly; store it in coarser "
+            "units (e.g. thousands) or as DECIMAL"
+        )
+    return integer and total < 2.0**53
+
+
+def load_runs(
+    session: Session, sensitive_type: str, values: np.ndarray, counts: np.ndarray, group: np.ndarray
+) -> None:
+    """The published (group, value, count) entries as ``_sqlanon_runs``, values in the
+    column's type: only for entries :func:`runs_exact` accepts (the engine path builds
+    the others in SQL, ``sqlanon/sql/ke_engine_runs.sql``)."""
+    session.load_temp(
+        "_sqlanon_runs",
+        {"group_id": group.astype(np.int64), "value": values.astype(np.int64), "c": counts},
+        {"group_id": "INTEGER", "value": sensitive_type, "c": "BIGINT"},
+    )
+
+
+def write_bounds_runs(session: Session, table: str, exact: bool) -> None:
+    """The bounds table of release ``table`` from ``_sqlanon_runs`` (the engine expands
+    the runs into blocks: built in Python, the table would hold memory for every 64
+    records of a run); sums cast to BIGINT when ``exact``, else in the column's own
+    arithmetic, as :func:`write_bounds_sql` computes them from the release table."""
+    name = "ke_bounds_from_runs" if exact else "ke_bounds_from_runs_sums"
+    session.execute(render_sql(session, name, bounds=bounds_relation(session, table)))
+
+
 def write_bounds_counts(
     session: Session,
     src: Source,
@@ -81,27 +120,14 @@ def write_bounds_counts(
     """The bounds table from the published (value, count, group) entries, in SQL: from
     the runs for integers whose sums are exact in float64, else from the release table
     in the column's own arithmetic (:func:`write_bounds_rows`'s rule)."""
-    q = session.quote_ident
-    bounds = bounds_relation(session, table)
-    sensitive_type = src.columns[sensitive]
-    total = float((np.abs(values) * counts).sum())
-    if not (INTEGER.search(sensitive_type.lower()) and total < 2.0**53):
-        if INTEGER.search(sensitive_type.lower()) and total >= 2.0**62:
-            raise ConfigError(
-                f"sensitive column {q(sensitive)}: the sum of its absolute values reaches "
-                "2**62, beyond what interval answers compute exactly; store it in coarser "
-                "units (e.g. thousands) or as DECIMAL"
-            )
-        write_bounds_sql(session, bounds, relation(session, table), q(sensitive))
+    if not runs_exact(src, sensitive, values, counts):
+        q = session.quote_ident
+        write_bounds_sql(
+            session, bounds_relation(session, table), relation(session, table), q(sensitive)
+        )
         return
-    # The runs go to the engine, which expands them into blocks (the table has a row
-    # per 64 records of a run: built here, it would hold Python memory for every record).
-    session.load_temp(
-        "_sqlanon_runs",
-        {"group_id": group.astype(np.int64), "value": values.astype(np.int64), "c": counts},
-        {"group_id": "INTEGER", "value": sensitive_type, "c": "BIGINT"},
-    )
-    session.execute(render_sql(session, "ke_bounds_from_runs", bounds=bounds))
+    load_runs(session, src.columns[sensitive], values, counts, group)
+    write_bounds_runs(session, table, exact=True)
     session.execute("DROP TABLE _sqlanon_runs")
 
 

@@ -1,6 +1,6 @@
--- The release table (PostgreSQL's twin of sqlanon/duckdb/sql/ke_engine_release.sql, which says
--- why this shuffle is sound): h is the first 64 bits of SHA-256 of the per-release
--- secret $1 and the key (bytea: its bytes order as DuckDB's unsigned integer does);
+-- The release table (PostgreSQL's twin of sqlanon/duckdb/sql/ke_engine_release.sql; why
+-- this shuffle is sound: sqlanon/release/engine_path.py, shuffle_key): h here is the
+-- first 64 bits of SHA-256 of the per-release secret $1 and the key (bytea: its bytes order as DuckDB's unsigned integer does);
 -- within a group the record of rank i by h gets the group's i-th smallest value (each run of equal values expanded to its ranks: PostgreSQL has no
 -- ASOF join); rows come in the order of h.
 CREATE TABLE {release} AS

@@ -1,12 +1,13 @@
--- sqlanon/duckdb/sql/ke_engine_release.sql in Spark SQL, with the same shuffle: each record
--- gets h, the first 64 bits of SHA-256 of the per-release secret $1 and its key (16
+-- sqlanon/duckdb/sql/ke_engine_release.sql in Spark SQL, with a keyed order of its own
+-- (sqlanon/release/engine_path.py, shuffle_key): each record gets h, the first 64 bits of
+-- SHA-256 of the per-release secret $1 and its key (16
 -- lowercase hex digits: they order as DuckDB's unsigned number does, without the 1.1 s
 -- per 10^6 rows that conv() and a DECIMAL cast took); within a group the record of
 -- rank i by (h, key) gets the group's i-th smallest value. Spark has no ASOF join: the
 -- group's values are ranked too, by value, and the two sides joined on (group, rank). Both
 -- windows are partitioned by group, so they run in parallel (expanding each run of
 -- equal values into its ranks ran as one task: 31 s of a 10^7-row release). Equal
--- values are interchangeable, so this is the same pairing: the same table as DuckDB's.
+-- values are interchangeable, so this is the same pairing as DuckDB's, under its own h.
 CREATE TABLE {release} USING parquet AS
 WITH assigned AS (
     SELECT r.*, p.group_id,
