@@ -79,6 +79,21 @@ def _versions(con: duckdb.DuckDBPyConnection) -> dict[str, Counter[tuple[Any, ..
     return {t: Counter(con.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables}
 
 
+def _bounds_agree(con: duckdb.DuckDBPyConnection) -> None:
+    """Every (k,e) version's bounds name its groups as its rows do: per group id, the
+    size, extremes and total of its values."""
+    for (table,) in con.execute(
+        "SELECT table_name FROM sqlanon.releases WHERE model = 'ke'"
+    ).fetchall():
+        rows = con.execute(
+            f'SELECT group_id, count(*), min(s), max(s), sum(s) FROM "{table}" GROUP BY 1 ORDER BY 1'
+        ).fetchall()
+        bounds = con.execute(
+            f'SELECT DISTINCT group_id, n, vmin, vmax, total FROM sqlanon."{table}_bounds" ORDER BY 1'
+        ).fetchall()
+        assert rows == bounds, table
+
+
 def _groups(con: duckdb.DuckDBPyConnection, table: str, group: str) -> Counter[Any]:
     """A version's groups as content, whatever their ids: per group, its rows but for
     the id ((k,e): its other columns and its sensitive values, apart)."""
@@ -134,6 +149,7 @@ def _run(
         now = _versions(con)
         for table, rows in seen.items():  # every earlier version reads as it did
             assert now[table] == rows, table
+        _bounds_agree(con)
         seen = now
     return con
 

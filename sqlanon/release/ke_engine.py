@@ -343,5 +343,5 @@ STEPS: Steps[KeJob, CountsRead] = Steps(
     newly_published=_newly_published,
     write_table=_write_table,
     write_state=_write_state,
-    plan_tables=plan_in("_sqlanon_plan"),
+    plan_tables=plan_in("_sqlanon_plan", "_sqlanon_runs"),
 )

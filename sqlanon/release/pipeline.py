@@ -238,10 +238,10 @@ class Steps(Generic[J, R]):
     plan_tables: Callable[[R], Sequence[str]] = lambda read: ()
 
 
-def plan_in(table: str) -> Callable[[Read], list[str]]:
-    """``Steps.plan_tables`` of a path whose plan is in ``table`` before the write of the
-    state (and, with ghosts, theirs in ``_sqlanon_ghost_members``)."""
-    return lambda read: [table, *(["_sqlanon_ghost_members"] if read.ghosts.count else [])]
+def plan_in(*tables: str) -> Callable[[Read], list[str]]:
+    """``Steps.plan_tables`` of a path whose plan's group ids are in ``tables`` before
+    the write of the state (and, with ghosts, theirs in ``_sqlanon_ghost_members``)."""
+    return lambda read: [*tables, *(["_sqlanon_ghost_members"] if read.ghosts.count else [])]
 
 
 def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
