@@ -47,9 +47,12 @@ then runs ranked by a running sum of cnt (ordered by w, then v), and every per-v
 measure is a sum over runs of w times the run's overlap with a rank range, or the w of
 the run holding one rank.
 
-Cost: the cross of each cell (gk, gid, type) with its release group's runs: sum over
-cells of the group's distinct values per atom that reads S, ranked by one window sort
-per cell.
+Cost: one aggregation over the rows (the records counted per keys, release group and
+every ranked atom's parameters; exact COUNT/MIN/MAX partials beside them), the output
+groups ranked over those counts, not over the rows; per atom that reads S, the runs
+ranked once per (release group, parameters) with a window sort (none when w is S
+itself: the bounds table's ranks), then crossed with the cells (gk, gid, type): sum over
+cells of the group's distinct values. Atoms with the same w share their CTEs.
 """
 
 from __future__ import annotations
@@ -57,7 +60,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlanon.models.ke_bounds import BLOCK
-from sqlanon.rewriter.ke_general_cells import QUANTILES, Ctes, atom_ctes, internal_query
+from sqlanon.rewriter.ke_general_cells import (
+    QUANTILES,
+    Ctes,
+    atom_ctes,
+    fine_cells,
+    internal_query,
+    output_group,
+)
 from sqlanon.rewriter.ke_general_cells import name as cte_name
 from sqlanon.rewriter.ke_general_types import (
     AtomPlan,
@@ -79,48 +89,59 @@ def atoms_query(shape: Shape) -> exp.Select:
     s = release.sensitive[0]
     refuse_s_outside_atoms(shape.keys, [j.on for j in shape.joins], s)
     row_filter, s_where = split_where(shape.where, s)
-    plans = [plan_atom(str(i), atom, s_where, s) for i, atom in enumerate(shape.atoms)]
-    presence = None
+    names: dict[str, str] = {}  # parameters shared by the atoms (ke_general_types)
+    plans = [plan_atom(str(i), atom, s_where, s, names) for i, atom in enumerate(shape.atoms)]
+    presence, tag = None, ""
     if shape.keys and s_where is not None:
-        presence = plan_atom("p", Atom("count"), s_where, s)
+        presence = plan_atom("p", Atom("count"), s_where, s, names)
+        # an atom with the same w has the same counts: its nhi says the same
+        twin = next((p for p in plans if same_types(p, presence)), None)
+        tag = presence.tag if twin is None else twin.tag
+        presence = presence if twin is None else None
     every = [*plans, *([presence] if presence else [])]
+    keys = len(shape.keys)
     ctes: Ctes = [
         ("rows", _rows(shape, row_filter, every)),
-        ("groups", _groups(shape)),
+        ("fine", fine_cells(keys, every)),
+        ("keyed", _keyed(keys)),
+        ("groups", _groups(keys)),
         ("vals", _vals(shape)),
         ("grp", _group_sizes()),
     ]
     for plan in every:
-        ctes += atom_ctes(plan)
-    final = exp.select(
-        *[exp.alias_(_f(f"g.{key_name(i)}"), key_name(i)) for i in range(len(shape.keys))]
-    ).from_(exp.alias_(_cte("groups"), "g", table=True), copy=False)
+        ctes += atom_ctes(plan, keys)
+    final = exp.select(*[exp.alias_(_f(f"g.{key_name(i)}"), key_name(i)) for i in range(keys)])
+    final = final.from_(exp.alias_(_cte("groups"), "g", table=True), copy=False)
     for index, plan in enumerate(plans):
         final = _join_atom(final, plan)
         for part, value in _columns(plan).items():
             final = final.select(exp.alias_(value, atom_column(index, part)), copy=False)
     if presence is not None:
-        final = _join_atom(final, presence).where(_f("ap.nhi > 0"), copy=False)
+        final = _join_atom(final, presence)
+    if tag:
+        final = final.where(_f(f"a{tag}.nhi > 0"), copy=False)
     for cte_alias, body in ctes:
         final = final.with_(CTE_PREFIX + cte_alias, as_=body, copy=False)
     return final
 
 
+def same_types(plan: AtomPlan, other: AtomPlan) -> bool:
+    """Whether two ranked atoms have the same ``w`` over the same parameters."""
+    if plan.exact or other.exact:
+        return False
+    return set(plan.params) == set(other.params) and plan.w.sql() == other.w.sql()
+
+
 def _rows(shape: Shape, row_filter: exp.Expr | None, plans: list[AtomPlan]) -> exp.Select:
-    """One row per selected record (ghosts excluded): its output group ``gk`` (the dense
-    rank of its keys, so later joins are on a non-NULL integer), keys, release group and
-    every atom's type parameters."""
+    """One row per selected record (ghosts excluded): its keys, release group and every
+    atom's type parameters (each once: atoms share them)."""
     release = shape.release
-    if shape.keys:
-        order = exp.Order(expressions=[exp.Ordered(this=k.copy()) for k in shape.keys])
-        gk: exp.Expr = exp.Window(this=_f("DENSE_RANK()"), order=order, over="OVER")
-    else:
-        gk = exp.Literal.number(1)
-    columns: list[exp.Expr] = [exp.alias_(gk, "gk")]
-    columns += [exp.alias_(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
+    columns: list[exp.Expr] = [exp.alias_(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
     columns.append(exp.alias_(exp.column(release.key_column, table="r", quoted=True), "gid"))
+    params: dict[str, exp.Expr] = {}
     for plan in plans:
-        columns += [exp.alias_(e.copy(), p) for p, e in plan.params.items()]
+        params.update(plan.params)
+    columns += [exp.alias_(e.copy(), p) for p, e in params.items()]
     table = exp.table_(release.table, db=release.schema, quoted=True, alias="r")
     rows = exp.select(*columns).from_(table, copy=False)
     for join in shape.joins:
@@ -148,17 +169,22 @@ def _aliased(relation: exp.Expr, alias: str) -> exp.Expr:
     return exp.alias_(relation.copy(), alias, table=True)
 
 
-def _groups(shape: Shape) -> exp.Query:
+def _keyed(keys: int) -> exp.Query:
+    """The fine cells with their output group ``gk``: the dense rank of their keys (so
+    later joins are on a non-NULL integer), ranked over the cells, not the rows."""
+    fine = CTE_PREFIX + "fine"
+    if not keys:
+        return internal_query(f"SELECT 1 AS gk, x.* FROM {fine} AS x")  # noqa: S608 - internal names only
+    return internal_query(f"SELECT {output_group(keys, 'x')} AS gk, x.* FROM {fine} AS x")  # noqa: S608 - internal names only
+
+
+def _groups(keys: int) -> exp.Query:
     """One row per output group: gk and its keys (a single gk 1 without keys, also when
     no record is selected: an aggregate without GROUP BY always answers one row)."""
-    if not shape.keys:
+    if not keys:
         return exp.select(exp.alias_(exp.Literal.number(1), "gk"))
-    keys = [_f(f"x.{key_name(i)}") for i in range(len(shape.keys))]
-    return (
-        exp.select(_f("x.gk"), *keys)
-        .distinct()
-        .from_(exp.alias_(_cte("rows"), "x", table=True), copy=False)
-    )
+    columns = ", ".join(["x.gk", *[f"x.{key_name(i)}" for i in range(keys)]])
+    return internal_query(f"SELECT DISTINCT {columns} FROM {CTE_PREFIX}keyed AS x")  # noqa: S608 - internal names only
 
 
 def _group_sizes() -> exp.Query:
@@ -171,7 +197,8 @@ def _group_sizes() -> exp.Query:
 
 def _vals(shape: Shape) -> exp.Select:
     """Every release group's multiset of values (ghost slots hold values too) as runs:
-    value ``v`` held by ``cnt`` slots. Read from the bounds table's ascending rows, one
+    value ``v`` held by ``cnt`` slots, the last of them ranked ``u2`` among the group's
+    ``n`` (ascending). Read from the bounds table's ascending rows, one
     per run (a run spanning several blocks has a row per block, each with the whole
     run's ranks: keep the one of the block of its first rank)."""
     release = shape.release
@@ -183,6 +210,8 @@ def _vals(shape: Shape) -> exp.Select:
             _f("b.group_id AS gid"),
             _f('b."value" AS v'),
             _f("CAST(b.hi_rank - b.lo_rank + 1 AS BIGINT) AS cnt"),
+            _f("CAST(b.n AS BIGINT) AS n"),
+            _f("CAST(b.hi_rank AS BIGINT) AS u2"),
         )
         .from_(table, copy=False)
         .where(_f(f'NOT b."descending" AND b."block" = {first_block}'), copy=False)

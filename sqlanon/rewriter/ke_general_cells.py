@@ -1,23 +1,30 @@
 """The CTEs of one general (k,e) atom: cells, the cross with the group's runs, ranks.
 
 For an atom with type parameters ``P`` (:mod:`sqlanon.rewriter.ke_general_types`), over
-the rows CTE ``rows`` (one row per selected record: ``gk`` the output group, ``gid`` the
-release group, the parameters) and ``vals`` (every release group's values as runs:
-``gid``, value ``v``, ``cnt`` slots; ghosts included) and ``grp`` (``gid``, ``n`` slots):
+the rows CTE ``rows`` (one row per selected record: keys ``k<j>``, ``gid`` the release
+group, the parameters), ``fine`` (:func:`fine_cells`: the records counted per keys,
+gid and every ranked atom's parameters, in one pass over the rows), ``keyed`` (``fine``
+with ``gk``, the output group) and ``vals`` (every release group's values as runs:
+``gid``, value ``v``, ``cnt`` slots, ``u2`` the last ascending rank; ghosts included)
+and ``grp`` (``gid``, ``n`` slots):
 
-- ``cell<i>``: per (gk, gid, P) the m records of the type;
-- ``xw<i>``: each cell crossed with its group's runs, ``w`` computed for each (the
-  cross product: sum over cells of the group's distinct values);
-- ``rk<i>``/``rl<i>``: c = the present (non-NULL) w values of the cell, each present
-  run's ranks u1..u2 ascending and d1..d2 descending (a running sum of cnt, runs ordered
-  by w then v), lo = max(0, m - (n - c)) and hi = min(m, c) selected records;
+- ``cell<i>``: per (gk, gid, P) the m records of the type, summed from ``keyed``;
+- ``typ<i>``/``xw<i>``/``rk<i>``: per release group and parameters (not per output
+  group: w depends on nothing else) the group's runs with ``w`` computed for each, c =
+  the present (non-NULL) w values and u2 each present run's last ascending rank (a
+  running sum of cnt, runs ordered by w then v);
+- ``rl<i>``: each cell with its type's runs: ranks u1..u2 ascending and d1..d2
+  descending, lo = max(0, m - (n - c)) and hi = min(m, c) selected records. When w is
+  S itself (every value present, ordered by v) the ranks are the bounds table's own and
+  ``rl`` reads ``vals`` directly;
 - ``cv<i>``: per cell the sums and extremes its ranks allow, each a sum over runs of w
   times the run's overlap with a rank range, or the w of the run holding one rank;
   ``ag<i>``: per output group.
 
 The pools of AVG (``avl``/``avh``), of quantiles (``qpl``/``qph`` and ``ql``/``qh``) and
 the distinct counts (``cd``) are read from ``rl<i>``. An exact atom (``w`` reads no S) is
-one CTE ``ag<i>``: the plain aggregate over the rows.
+one CTE ``ag<i>``: COUNT, MIN and MAX from partial aggregates ``fine`` computes per row,
+any other function the plain aggregate over the rows, grouped by the keys.
 """
 
 from __future__ import annotations
@@ -133,15 +140,68 @@ def _t(kind: str, plan: AtomPlan | None = None) -> str:
     return CTE_PREFIX + (kind if plan is None else name(kind, plan))
 
 
-def atom_ctes(plan: AtomPlan) -> Ctes:
+def output_group(keys: int, table: str) -> str:
+    """``gk`` over ``table``'s keys: their dense rank, the same over any set of rows with
+    the same distinct keys (every CTE ranks the keys of the same selected records)."""
+    order = ", ".join(f"{table}.k{j}" for j in range(keys))
+    return f"DENSE_RANK() OVER (ORDER BY {order})"
+
+
+#: Exact atoms computed from per-cell partial aggregates: (partial, combine) per column.
+_PARTIAL: dict[str, dict[str, tuple[str, str]]] = {
+    "count": {"val": ("COUNT({w})", "CAST(SUM({p}) AS BIGINT)")},
+    "min": {"val": ("MIN({w})", "MIN({p})")},
+    "max": {"val": ("MAX({w})", "MAX({p})")},
+}
+_COUNTED = ("COUNT({w})", "CAST(SUM({p}) AS BIGINT)")
+
+
+def _partial_columns(plan: AtomPlan) -> dict[str, tuple[str, str]]:
+    if not plan.exact or plan.func not in _PARTIAL:
+        return {}
+    return {**_PARTIAL[plan.func], "nlo": _COUNTED}
+
+
+def _over_rows(plan: AtomPlan, text: str, table: str) -> exp.Expr:
+    """``text`` with ``{w}`` the atom's w over ``table``'s parameter columns."""
+    w = plan.w.transform(
+        lambda n: exp.column(n.name, table=table) if isinstance(n, exp.Column) else n
+    )
+    return _f(text.format(w="x")).transform(lambda n: w.copy() if _is_x(n) else n)
+
+
+def fine_cells(keys: int, plans: list[AtomPlan]) -> exp.Query:
+    """The selected records counted (``m``) per keys, release group and the parameters
+    of every ranked atom, with the partial aggregates of the exact atoms that have
+    them: one aggregation over the rows, however many atoms read them."""
+    rows = CTE_PREFIX + "rows"
+    by = [f"x.k{j}" for j in range(keys)] + ["x.gid"]
+    for plan in plans:
+        by += [f"x.{p}" for p in plan.params if not plan.exact and f"x.{p}" not in by]
+    select = exp.select(*[_f(c) for c in by], _f("COUNT(*) AS m"))
+    for plan in plans:
+        for column, (partial, _) in _partial_columns(plan).items():
+            alias = f"e{plan.tag}_{column}"
+            select = select.select(exp.alias_(_over_rows(plan, partial, "x"), alias), copy=False)
+    query = select.from_(exp.alias_(exp.table_(rows), "x", table=True), copy=False)
+    return query.group_by(*[_f(c) for c in by], copy=False)
+
+
+def atom_ctes(plan: AtomPlan, keys: int) -> Ctes:
     """Every CTE the atom's output columns read, in dependency order."""
     if plan.exact:
-        return [(name("ag", plan), _exact(plan))]
-    ctes: Ctes = [
-        (name("cell", plan), _cells(plan)),
-        (name("xw", plan), _cross(plan)),
-        (name("rk", plan), _ranks(plan)),
-        (name("rl", plan), _ranges(plan)),
+        return [(name("ag", plan), _exact(plan, keys))]
+    ctes: Ctes = [(name("cell", plan), _cells(plan))]
+    if _is_s(plan):
+        ctes.append((name("rl", plan), _ranges_of_s(plan)))
+    else:
+        ctes += [
+            (name("typ", plan), _types(plan)),
+            (name("xw", plan), _cross(plan)),
+            (name("rk", plan), _ranks(plan)),
+            (name("rl", plan), _ranges(plan)),
+        ]
+    ctes += [
         (name("cv", plan), _cell_values(plan)),
         (name("ag", plan), _group_values(plan)),
     ]
@@ -163,38 +223,62 @@ def atom_ctes(plan: AtomPlan) -> Ctes:
     return ctes
 
 
-def _exact(plan: AtomPlan) -> exp.Query:
+def _exact(plan: AtomPlan, keys: int) -> exp.Query:
     """Per output group: the atom's value over the rows (it reads no S) and the count of
-    rows it aggregates (``nlo``, for NULL answers)."""
-    value = _f(_EXACT_FUNCS[plan.func].format(w="x"))
-    count = _f("COUNT(x)")
-    value = value.transform(lambda n: plan.w.copy() if _is_x(n) else n)
-    count = count.transform(lambda n: plan.w.copy() if _is_x(n) else n)
-    return (
-        exp.select(_f("c.gk"), exp.alias_(value, "val"), exp.alias_(count, "nlo"))
-        .from_(exp.alias_(_cte("rows"), "c", table=True), copy=False)
-        .group_by(_f("c.gk"), copy=False)
-    )
+    rows it aggregates (``nlo``, for NULL answers): combined from ``fine``'s partial
+    aggregates, or one aggregate over the rows grouped by the keys."""
+    partial = _partial_columns(plan)
+    if partial:
+        columns = [
+            exp.alias_(_f(combine.format(p=f"x.e{plan.tag}_{column}")), column)
+            for column, (_, combine) in partial.items()
+        ]
+        keyed = exp.alias_(_cte("keyed"), "x", table=True)
+        return exp.select(_f("x.gk"), *columns).from_(keyed, copy=False).group_by(_f("x.gk"))
+    value = _over_rows(plan, _EXACT_FUNCS[plan.func], "c")
+    count = _over_rows(plan, "COUNT({w})", "c")
+    gk = _f(output_group(keys, "c")) if keys else exp.Literal.number(1)
+    query = exp.select(exp.alias_(gk, "gk"), exp.alias_(value, "val"), exp.alias_(count, "nlo"))
+    query = query.from_(exp.alias_(_cte("rows"), "c", table=True), copy=False)
+    if keys:
+        query = query.group_by(*[_f(f"c.k{j}") for j in range(keys)], copy=False)
+    return query
 
 
 def _is_x(node: exp.Expr) -> bool:
     return isinstance(node, exp.Column) and not node.table and node.name == "x"
 
 
+def _is_s(plan: AtomPlan) -> bool:
+    """Whether w is S itself: every slot's value present, in the bounds table's order."""
+    w = plan.w
+    return isinstance(w, exp.Column) and w.table == "v" and w.name == "v" and not plan.params
+
+
+def _type_key(plan: AtomPlan, table: str) -> str:
+    return ", ".join([f"{table}.gid", *[f"{table}.{p}" for p in plan.params]])
+
+
 def _cell_key(plan: AtomPlan, table: str) -> str:
-    return ", ".join([f"{table}.gk", f"{table}.gid", *[f"{table}.{p}" for p in plan.params]])
+    return f"{table}.gk, {_type_key(plan, table)}"
 
 
 def _cells(plan: AtomPlan) -> exp.Query:
-    key = _cell_key(plan, "r")
-    return internal_query(f"SELECT {key}, COUNT(*) AS m FROM {_t('rows')} AS r GROUP BY {key}")  # noqa: S608 - internal names only
+    key = _cell_key(plan, "x")
+    return internal_query(
+        f"SELECT {key}, CAST(SUM(x.m) AS BIGINT) AS m FROM {_t('keyed')} AS x GROUP BY {key}"  # noqa: S608 - internal names only
+    )
+
+
+def _types(plan: AtomPlan) -> exp.Query:
+    return internal_query(f"SELECT DISTINCT {_type_key(plan, 'x')} FROM {_t('cell', plan)} AS x")  # noqa: S608 - internal names only
 
 
 def _cross(plan: AtomPlan) -> exp.Query:
-    """Each cell with each run of its release group (value ``v``, ``cnt`` slots) and the
-    atom's ``w`` for it: the record kind and v fix w, so a run is cnt equal w."""
+    """Each type with each run of its release group (value ``v``, ``cnt`` slots) and the
+    atom's ``w`` for it: the type and v fix w, so a run is cnt equal w."""
     base = internal_query(
-        f"SELECT {_cell_key(plan, 'c')}, c.m, g.n, v.v, v.cnt FROM {_t('cell', plan)} AS c "  # noqa: S608 - internal names only
+        f"SELECT {_type_key(plan, 'c')}, g.n, v.v, v.cnt FROM {_t('typ', plan)} AS c "  # noqa: S608 - internal names only
         f"JOIN {_t('grp')} AS g ON g.gid = c.gid JOIN {_t('vals')} AS v ON v.gid = c.gid"
     )
     assert isinstance(base, exp.Select)
@@ -206,18 +290,32 @@ def _ranges(plan: AtomPlan) -> exp.Query:
     number j of them with a present w lies in [max(0, m - (n - c)), min(m, c)], and every
     j-subset of the c present values is possible. Also each present run's ascending
     ranks u1..u2 and descending ranks d1..d2 (the ascending order reversed)."""
+    on = " AND ".join(
+        ["x.gid = c.gid", *[f"x.{p} IS NOT DISTINCT FROM c.{p}" for p in plan.params]]
+    )
     return internal_query(
-        "SELECT x.*, x.u2 - x.cnt + 1 AS u1, x.c - x.u2 + 1 AS d1, x.c - x.u2 + x.cnt AS d2, "  # noqa: S608 - internal names only
-        "GREATEST(0, x.m - x.n + x.c) AS lo, LEAST(x.m, x.c) AS hi "
-        f"FROM {_t('rk', plan)} AS x"
+        "SELECT c.gk, c.m, x.*, x.u2 - x.cnt + 1 AS u1, x.c - x.u2 + 1 AS d1, "  # noqa: S608 - internal names only
+        "x.c - x.u2 + x.cnt AS d2, GREATEST(0, c.m - x.n + x.c) AS lo, LEAST(c.m, x.c) AS hi "
+        f"FROM {_t('cell', plan)} AS c JOIN {_t('rk', plan)} AS x ON {on}"
+    )
+
+
+def _ranges_of_s(plan: AtomPlan) -> exp.Query:
+    """:func:`_ranges` when w is S: c = n (the bounds table holds no NULL value: its sums
+    are numbers) and the runs' ranks by (w, v) are their ranks by v, the bounds table's."""
+    return internal_query(
+        "SELECT c.gk, c.gid, c.m, v.n, v.v, v.cnt, v.v AS w, v.n AS c, v.u2, "  # noqa: S608 - internal names only
+        "v.u2 - v.cnt + 1 AS u1, v.n - v.u2 + 1 AS d1, v.n - v.u2 + v.cnt AS d2, "
+        "GREATEST(0, c.m) AS lo, LEAST(c.m, v.n) AS hi "
+        f"FROM {_t('cell', plan)} AS c JOIN {_t('vals')} AS v ON v.gid = c.gid"
     )
 
 
 def _ranks(plan: AtomPlan) -> exp.Query:
-    """c (the present values of each cell) and u2, the last ascending rank of each run
+    """c (the present values of each type) and u2, the last ascending rank of each run
     of present values: a running sum of cnt over the runs ordered by w (then v, so
     runs of equal w take their ranks in a fixed order); NULL for an absent run."""
-    part = f"PARTITION BY {_cell_key(plan, 'x')}"
+    part = f"PARTITION BY {_type_key(plan, 'x')}"
     present = "x.w IS NOT NULL"
     absent = "CASE WHEN x.w IS NULL THEN 1 ELSE 0 END"
     running = f"SUM(x.cnt) OVER ({part} ORDER BY {absent}, x.w, x.v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"  # noqa: E501
