@@ -18,6 +18,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewriter.analyze import check_columns
 from sqlanon.rewriter.atoms import AtomsQuery, atoms_query
 from sqlanon.rewriter.normalize import ATOM, Branch, Item, Plan, refs
 from sqlanon.rewriter.post import Compiler, Val, condition, keys_sql
@@ -47,6 +48,7 @@ def answer(plan: Plan) -> exp.Select:
     for member in members[1:]:
         body = exp.union(body, member, distinct=False)
     visible = _visible(plan.branches[0], exact, plan.having)
+    check_columns(visible)  # an exact count's bare <name> may be another item's column
     final = exp.select(*[exp.column(n, quoted=True) for n in visible]).from_(
         exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{CTE_PREFIX}u")))
     )
