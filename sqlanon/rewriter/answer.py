@@ -159,7 +159,7 @@ def _renamed(tree: exp.Query, prefix: str) -> exp.Query:
             node.set("this", exp.to_identifier(prefix + node.name))
         return node
 
-    renamed = tree.transform(rename)
+    renamed = tree.transform(rename, copy=False)  # the atoms query is read once, here
     assert isinstance(renamed, exp.Query)
     return renamed
 

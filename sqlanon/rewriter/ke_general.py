@@ -91,6 +91,9 @@ def atoms_query(shape: Shape) -> exp.Select:
     row_filter, s_where = split_where(shape.where, s)
     names: dict[str, str] = {}  # parameters shared by the atoms (ke_general_types)
     plans = [plan_atom(str(i), atom, s_where, s, names) for i, atom in enumerate(shape.atoms)]
+    for index, plan in enumerate(plans):  # atoms with the same w share their ranked runs
+        first = next((p for p in plans[:index] if same_types(p, plan)), None)
+        plan.ranked_by = None if first is None else (first.ranked_by or first.tag)
     presence, tag = None, ""
     if shape.keys and s_where is not None:
         presence = plan_atom("p", Atom("count"), s_where, s, names)

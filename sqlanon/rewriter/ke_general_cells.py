@@ -187,20 +187,16 @@ def fine_cells(keys: int, plans: list[AtomPlan]) -> exp.Query:
     return query.group_by(*[_f(c) for c in by], copy=False)
 
 
+def _rl(plan: AtomPlan) -> str:
+    """The ranked runs the atom reads (``rl`` of itself or of ``ranked_by``)."""
+    return CTE_PREFIX + "rl" + (plan.tag if plan.ranked_by is None else plan.ranked_by)
+
+
 def atom_ctes(plan: AtomPlan, keys: int) -> Ctes:
     """Every CTE the atom's output columns read, in dependency order."""
     if plan.exact:
         return [(name("ag", plan), _exact(plan, keys))]
-    ctes: Ctes = [(name("cell", plan), _cells(plan))]
-    if _is_s(plan):
-        ctes.append((name("rl", plan), _ranges_of_s(plan)))
-    else:
-        ctes += [
-            (name("typ", plan), _types(plan)),
-            (name("xw", plan), _cross(plan)),
-            (name("rk", plan), _ranks(plan)),
-            (name("rl", plan), _ranges(plan)),
-        ]
+    ctes = _ranked_runs(plan) if plan.ranked_by is None else []
     ctes += [
         (name("cv", plan), _cell_values(plan)),
         (name("ag", plan), _group_values(plan)),
@@ -210,7 +206,7 @@ def atom_ctes(plan: AtomPlan, keys: int) -> Ctes:
     if plan.func in QUANTILES:
         ctes += _quantile_pools(plan)
     if plan.func == "count_distinct":
-        rl = _t("rl", plan)
+        rl = _rl(plan)
         ctes.append(
             (
                 name("cd", plan),
@@ -221,6 +217,19 @@ def atom_ctes(plan: AtomPlan, keys: int) -> Ctes:
             )
         )
     return ctes
+
+
+def _ranked_runs(plan: AtomPlan) -> Ctes:
+    """The atom's cells and ``rl``: each cell with its type's runs, ranked."""
+    if _is_s(plan):
+        return [(name("cell", plan), _cells(plan)), (name("rl", plan), _ranges_of_s(plan))]
+    return [
+        (name("cell", plan), _cells(plan)),
+        (name("typ", plan), _types(plan)),
+        (name("xw", plan), _cross(plan)),
+        (name("rk", plan), _ranks(plan)),
+        (name("rl", plan), _ranges(plan)),
+    ]
 
 
 def _exact(plan: AtomPlan, keys: int) -> exp.Query:
@@ -334,7 +343,7 @@ def _cell_values(plan: AtomPlan) -> exp.Query:
     key = f"{_cell_key(plan, 'x')}, x.m, x.n, x.c, x.lo, x.hi"
     measures = [f"{_CELL_MEASURES[m][1].format(er=_ER)} AS {m}" for m in _measures(plan)]
     select = ", ".join([key, *measures])
-    return internal_query(f"SELECT {select} FROM {_t('rl', plan)} AS x GROUP BY {key}")  # noqa: S608 - internal names only
+    return internal_query(f"SELECT {select} FROM {_rl(plan)} AS x GROUP BY {key}")  # noqa: S608 - internal names only
 
 
 def _group_values(plan: AtomPlan) -> exp.Query:
@@ -360,7 +369,7 @@ def _avg_pools(plan: AtomPlan) -> Ctes:
     or may (``k`` 1) hold; within one pool row the running ratio moves monotonically
     (one value repeated), so only the row ends are candidates."""
     ctes: Ctes = []
-    rl = _t("rl", plan)
+    rl = _rl(plan)
     for side, counts, desc, agg in (
         ("l", (_UP_FORCED, _UP_OPTIONAL), "", "MIN"),
         ("h", (_DOWN_FORCED, _DOWN_OPTIONAL), " DESC", "MAX"),
@@ -417,7 +426,7 @@ def _quantile_pools(plan: AtomPlan) -> Ctes:
     group, the high pool (hi largest) descending, and per output group the values at the
     ranks of :func:`quantile_ranks` (q1 at a1/d1, q2 at a2/d2)."""
     a1, a2, d1, d2 = quantile_ranks(plan)
-    rl, ag = _t("rl", plan), _t("ag", plan)
+    rl, ag = _rl(plan), _t("ag", plan)
     ctes: Ctes = []
     for side, first, desc, r1, r2 in (("l", "u1", "", a1, a2), ("h", "d1", " DESC", d1, d2)):
         count = _overlap(f"x.{first}", f"x.{first} + x.cnt - 1", "1", "x.hi")

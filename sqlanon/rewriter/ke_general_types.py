@@ -36,7 +36,9 @@ class AtomPlan:
     presence count); ``w`` reads ``c.<param>`` and ``v.v``; ``params`` maps each
     parameter column to the per-row expression it holds (release and join columns);
     ``exact``: ``w`` reads no S, so the atom is one plain SQL aggregate over the rows;
-    ``arg_reads_s``: the arg itself (not only the selection) reads S.
+    ``arg_reads_s``: the arg itself (not only the selection) reads S; ``ranked_by``: the
+    tag of an earlier atom with the same ``w`` whose cells and ranked runs this one reads
+    (None: its own).
     """
 
     tag: str
@@ -45,6 +47,7 @@ class AtomPlan:
     params: dict[str, exp.Expr] = field(default_factory=dict)
     exact: bool = False
     arg_reads_s: bool = False
+    ranked_by: str | None = None
 
     @property
     def func(self) -> str:
