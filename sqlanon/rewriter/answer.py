@@ -147,21 +147,17 @@ def _branch(
 
 def _renamed(tree: exp.Query, prefix: str) -> exp.Query:
     """``tree`` with its CTEs renamed ``<prefix><name>``: each branch's atoms query has
-    CTEs of the same names, and some dialects (Spark) hoist nested CTEs to the top."""
-    names = {cte.alias for cte in tree.find_all(exp.CTE)}
-    if not names:
-        return tree
-
-    def rename(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.CTE) and node.alias in names:
-            node.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + node.alias)))
-        elif isinstance(node, exp.Table) and not node.db and node.name in names:
+    CTEs of the same names, and some dialects (Spark) hoist nested CTEs to the top.
+    Renamed in place, in one walk (the atoms query is read once, here)."""
+    nodes = list(tree.walk())
+    ctes = [n for n in nodes if isinstance(n, exp.CTE)]
+    names = {cte.alias for cte in ctes}
+    for cte in ctes:
+        cte.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + cte.alias)))
+    for node in nodes:
+        if isinstance(node, exp.Table) and not node.db and node.name in names:
             node.set("this", exp.to_identifier(prefix + node.name))
-        return node
-
-    renamed = tree.transform(rename, copy=False)  # the atoms query is read once, here
-    assert isinstance(renamed, exp.Query)
-    return renamed
+    return tree
 
 
 def _hidden_names(branch: Branch) -> list[str]:
