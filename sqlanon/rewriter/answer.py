@@ -23,7 +23,7 @@ from sqlanon.rewriter.atoms import AtomsQuery, atoms_query
 from sqlanon.rewriter.normalize import ATOM, Branch, Item, Plan, refs
 from sqlanon.rewriter.post import Compiler, Val, condition, keys_sql
 from sqlanon.rewriter.shape import Atom
-from sqlanon.rewriter.sqlbuild import CTE_PREFIX
+from sqlanon.rewriter.sqlbuild import CTE_PREFIX, with_cte
 
 HAVING_COLUMN = "having_surely"
 
@@ -60,7 +60,7 @@ def answer(plan: Plan) -> exp.Select:
     if plan.offset is not None:
         final = final.offset(plan.offset, copy=False)
     for name, cte in ctes:
-        final = final.with_(name, as_=cte, copy=False)
+        final = with_cte(final, name, cte)
     return final
 
 
@@ -127,7 +127,7 @@ def _branch(
             ),
         )
     prefix = f"{CTE_PREFIX}b{index}_"
-    base = exp.select("*").from_(
+    base = exp.select(exp.Star()).from_(
         exp.Subquery(
             this=_renamed(atoms.tree, prefix),
             alias=exp.TableAlias(this=exp.to_identifier(f"{CTE_PREFIX}a")),

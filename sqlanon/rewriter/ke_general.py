@@ -76,9 +76,11 @@ from sqlanon.rewriter.ke_general_types import (
     split_where,
 )
 from sqlanon.rewriter.shape import Atom, Shape, atom_column, key_name
-from sqlanon.rewriter.sqlbuild import CTE_PREFIX
+from sqlanon.rewriter.sqlbuild import CTE_PREFIX, with_cte
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 _SAMP = ("var_samp", "stddev_samp")
 
@@ -113,18 +115,18 @@ def atoms_query(shape: Shape) -> exp.Select:
     ]
     for plan in every:
         ctes += atom_ctes(plan, keys)
-    final = exp.select(*[exp.alias_(_f(f"g.{key_name(i)}"), key_name(i)) for i in range(keys)])
-    final = final.from_(exp.alias_(_cte("groups"), "g", table=True), copy=False)
+    final = _select(*[_alias(_f(f"g.{key_name(i)}"), key_name(i)) for i in range(keys)])
+    final = final.from_(_alias(_cte("groups"), "g", table=True), copy=False)
     for index, plan in enumerate(plans):
         final = _join_atom(final, plan)
         for part, value in _columns(plan).items():
-            final = final.select(exp.alias_(value, atom_column(index, part)), copy=False)
+            final = final.select(_alias(value, atom_column(index, part)), copy=False)
     if presence is not None:
         final = _join_atom(final, presence)
     if tag:
         final = final.where(_f(f"a{tag}.nhi > 0"), copy=False)
     for cte_alias, body in ctes:
-        final = final.with_(CTE_PREFIX + cte_alias, as_=body, copy=False)
+        final = with_cte(final, CTE_PREFIX + cte_alias, body)
     return final
 
 
@@ -139,14 +141,14 @@ def _rows(shape: Shape, row_filter: exp.Expr | None, plans: list[AtomPlan]) -> e
     """One row per selected record (ghosts excluded): its keys, release group and every
     atom's type parameters (each once: atoms share them)."""
     release = shape.release
-    columns: list[exp.Expr] = [exp.alias_(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
-    columns.append(exp.alias_(exp.column(release.key_column, table="r", quoted=True), "gid"))
+    columns: list[exp.Expr] = [_alias(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
+    columns.append(_alias(exp.column(release.key_column, table="r", quoted=True), "gid"))
     params: dict[str, exp.Expr] = {}
     for plan in plans:
         params.update(plan.params)
-    columns += [exp.alias_(e.copy(), p) for p, e in params.items()]
+    columns += [_alias(e.copy(), p) for p, e in params.items()]
     table = exp.table_(release.table, db=release.schema, quoted=True, alias="r")
-    rows = exp.select(*columns).from_(table, copy=False)
+    rows = _select(*columns).from_(table, copy=False)
     for join in shape.joins:
         rows = rows.join(
             _aliased(join.relation, join.alias),
@@ -169,7 +171,7 @@ def _aliased(relation: exp.Expr, alias: str) -> exp.Expr:
         named = relation.copy()
         named.args["alias"].set("this", exp.to_identifier(alias))
         return named
-    return exp.alias_(relation.copy(), alias, table=True)
+    return _alias(relation.copy(), alias, table=True)
 
 
 def _keyed(keys: int) -> exp.Query:
@@ -185,7 +187,7 @@ def _groups(keys: int) -> exp.Query:
     """One row per output group: gk and its keys (a single gk 1 without keys, also when
     no record is selected: an aggregate without GROUP BY always answers one row)."""
     if not keys:
-        return exp.select(exp.alias_(exp.Literal.number(1), "gk"))
+        return _select(_alias(exp.Literal.number(1), "gk"))
     columns = ", ".join(["x.gk", *[f"x.{key_name(i)}" for i in range(keys)]])
     return internal_query(f"SELECT DISTINCT {columns} FROM {CTE_PREFIX}keyed AS x")  # noqa: S608 - internal names only
 
@@ -209,7 +211,7 @@ def _vals(shape: Shape) -> exp.Select:
     table = exp.table_(release.bounds_table, db=release.bounds_schema, quoted=True, alias="b")
     first_block = f"CAST(FLOOR((b.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     return (
-        exp.select(
+        _select(
             _f("b.group_id AS gid"),
             _f('b."value" AS v'),
             _f("CAST(b.hi_rank - b.lo_rank + 1 AS BIGINT) AS cnt"),
@@ -233,7 +235,7 @@ def _join_atom(final: exp.Select, plan: AtomPlan) -> exp.Select:
     for kind, alias in parts:
         name = alias + plan.tag
         final = final.join(
-            exp.alias_(_cte(cte_name(kind, plan)), name, table=True),
+            _alias(_cte(cte_name(kind, plan)), name, table=True),
             on=_f(f"{name}.gk = g.gk"),
             join_type="LEFT",
             copy=False,

@@ -37,8 +37,10 @@ from sqlglot import exp
 
 from sqlanon.rewriter.ke_general_types import AtomPlan
 from sqlanon.rewriter.sqlbuild import CTE_PREFIX
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 Ctes = list[tuple[str, exp.Query]]
 
@@ -178,12 +180,12 @@ def fine_cells(keys: int, plans: list[AtomPlan]) -> exp.Query:
     by = [f"x.k{j}" for j in range(keys)] + ["x.gid"]
     for plan in plans:
         by += [f"x.{p}" for p in plan.params if not plan.exact and f"x.{p}" not in by]
-    select = exp.select(*[_f(c) for c in by], _f("COUNT(*) AS m"))
+    select = _select(*[_f(c) for c in by], _f("COUNT(*) AS m"))
     for plan in plans:
         for column, (partial, _) in _partial_columns(plan).items():
             alias = f"e{plan.tag}_{column}"
-            select = select.select(exp.alias_(_over_rows(plan, partial, "x"), alias), copy=False)
-    query = select.from_(exp.alias_(exp.table_(rows), "x", table=True), copy=False)
+            select = select.select(_alias(_over_rows(plan, partial, "x"), alias), copy=False)
+    query = select.from_(_alias(exp.table_(rows), "x", table=True), copy=False)
     return query.group_by(*[_f(c) for c in by], copy=False)
 
 
@@ -240,16 +242,16 @@ def _exact(plan: AtomPlan, keys: int) -> exp.Query:
     partial = _partial_columns(plan)
     if partial:
         columns = [
-            exp.alias_(_f(combine.format(p=f"x.e{plan.tag}_{column}")), column)
+            _alias(_f(combine.format(p=f"x.e{plan.tag}_{column}")), column)
             for column, (_, combine) in partial.items()
         ]
-        keyed = exp.alias_(_cte("keyed"), "x", table=True)
-        return exp.select(_f("x.gk"), *columns).from_(keyed, copy=False).group_by(_f("x.gk"))
+        keyed = _alias(_cte("keyed"), "x", table=True)
+        return _select(_f("x.gk"), *columns).from_(keyed, copy=False).group_by(_f("x.gk"))
     value = _over_rows(plan, _EXACT_FUNCS[plan.func], "c")
     count = _over_rows(plan, "COUNT({w})", "c")
     gk = _f(output_group(keys, "c")) if keys else exp.Literal.number(1)
-    query = exp.select(exp.alias_(gk, "gk"), exp.alias_(value, "val"), exp.alias_(count, "nlo"))
-    query = query.from_(exp.alias_(_cte("rows"), "c", table=True), copy=False)
+    query = _select(_alias(gk, "gk"), _alias(value, "val"), _alias(count, "nlo"))
+    query = query.from_(_alias(_cte("rows"), "c", table=True), copy=False)
     if keys:
         query = query.group_by(*[_f(f"c.k{j}") for j in range(keys)], copy=False)
     return query
@@ -305,7 +307,7 @@ def _cross(plan: AtomPlan) -> exp.Query:
         f"JOIN {_t('vals')} AS v ON v.gid = c.gid"
     )
     assert isinstance(base, exp.Select)
-    return base.select(exp.alias_(plan.w.copy(), "w"), copy=False)
+    return base.select(_alias(plan.w.copy(), "w"), copy=False)
 
 
 def _ranges(plan: AtomPlan) -> exp.Query:

@@ -30,8 +30,10 @@ from sqlglot import exp
 from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.analyze import AggregateItem
 from sqlanon.rewriter.ke_cells import CellPlan
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 QUANTILES = ("quantile_cont", "quantile_disc")
 
@@ -48,13 +50,13 @@ def quantile_ctes(plan: CellPlan, cells: str) -> list[tuple[str, exp.Query]]:
     groups = plan.groups
     first_block = f"CAST(FLOOR((x.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     pool = (
-        exp.select(
+        _select(
             *plan.g("s"),
             _f('x."descending" AS side'),
             _f('x."value" AS v'),
             _f("LEAST(x.hi_rank, s.m) - x.lo_rank + 1 AS cnt"),
         )
-        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
+        .from_(_alias(_cte("sel"), "s", table=True), copy=False)
         .join(
             plan.bounds("x"),
             on=_f(f'x.group_id = s.gid AND x."block" = {first_block} AND x.lo_rank <= s.m'),
@@ -63,37 +65,35 @@ def quantile_ctes(plan: CellPlan, cells: str) -> list[tuple[str, exp.Query]]:
     )
     part = ", ".join([*(f"p.{g}" for g in groups), "p.side"])
     running = f"OVER (PARTITION BY {part} ORDER BY p.v ROWS UNBOUNDED PRECEDING)"
-    running_pos = exp.select(
+    running_pos = _select(
         *plan.g("p"),
         _f("p.side"),
         _f("p.v"),
         _f("p.cnt"),
         _f(f"SUM(p.cnt) {running} AS upto"),
         _f(f"SUM(p.cnt) OVER (PARTITION BY {part}) AS total"),
-    ).from_(exp.alias_(_cte("qpool"), "p", table=True), copy=False)
+    ).from_(_alias(_cte("qpool"), "p", table=True), copy=False)
     items = quantile_items(plan)
     ranks = [f"{sql} AS {name}" for j, item in items for name, sql in _ranks(item, j)]
-    pos = exp.select(_f("p.*"), *[_f(r) for r in ranks]).from_(
+    pos = _select(_f("p.*"), *[_f(r) for r in ranks]).from_(
         exp.Subquery(this=running_pos, alias=exp.TableAlias(this=exp.to_identifier("p"))),
         copy=False,
     )
     bounds: list[exp.Expr] = []
     for j, item in quantile_items(plan):
         low, high = _bounds(item, j)
-        bounds += [exp.alias_(_f(low), f"q{j}_low"), exp.alias_(_f(high), f"q{j}_high")]
-    quant = exp.select(*plan.g("p"), *bounds).from_(
-        exp.alias_(_cte("qpos"), "p", table=True), copy=False
-    )
+        bounds += [_alias(_f(low), f"q{j}_low"), _alias(_f(high), f"q{j}_high")]
+    quant = _select(*plan.g("p"), *bounds).from_(_alias(_cte("qpos"), "p", table=True), copy=False)
     if groups:
         quant = quant.group_by(*plan.g("p"), copy=False)
     same = [exp.NullSafeEQ(this=_f(f"q.{g}"), expression=_f(f"c.{g}")) for g in groups]
     on = exp.and_(*same) if same else exp.true()
     names = [f"q.q{j}_{side}" for j, _ in quantile_items(plan) for side in ("low", "high")]
     cellq = (
-        exp.select(_f("c.*"), *[_f(n) for n in names])
-        .from_(exp.alias_(_cte(cells), "c", table=True), copy=False)
+        _select(_f("c.*"), *[_f(n) for n in names])
+        .from_(_alias(_cte(cells), "c", table=True), copy=False)
         .join(
-            exp.alias_(_cte("quant"), "q", table=True),
+            _alias(_cte("quant"), "q", table=True),
             on=on,
             join_type="LEFT",
             copy=False,

@@ -29,9 +29,11 @@ from sqlglot import exp
 
 from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.ke_cells import CellPlan
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 # Per cell ``c`` and satisfying run ``x`` (ascending satisfying ranks x.s1..x.s2, of c.c
 # in its group): the run's descending ranks, and how many of its values fall in the
@@ -131,7 +133,8 @@ def predicate_cells(
     """
     matches = _on_runs(s_pred, plan.sensitive)
     key = _col("t", plan.query.release.key_column)
-    hit = exp.select("g.gid").from_(exp.alias_(_cte("grp"), "g", table=True)).where("g.c > 0")
+    hit = _select(_f("g.gid")).from_(_alias(_cte("grp"), "g", table=True))
+    hit = hit.where(_f("g.c > 0"), copy=False)
     ctes: list[tuple[str, exp.Query]] = [
         ("grp", _group_matches(plan, matches)),
         ("sel", sel.where(exp.In(this=key, query=exp.Subquery(this=hit)), copy=False)),
@@ -164,7 +167,7 @@ def _runs(plan: CellPlan) -> exp.Select:
     ranks: keep the one of the block of its first rank)."""
     first_block = f"CAST(FLOOR((b.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     return (
-        exp.select()
+        _select()
         .from_(plan.bounds("b"), copy=False)
         .where(_f(f'NOT b."descending" AND b."block" = {first_block}'), copy=False)
     )
@@ -190,9 +193,9 @@ def _group_matches(plan: CellPlan, matches: exp.Expr) -> exp.Select:
         .select(
             _f("b.group_id AS gid"),
             _f("MAX(b.n) AS n"),
-            exp.alias_(exp.Sum(this=hit), "c"),
-            exp.alias_(exp.func("COALESCE", exp.Sum(this=total), _f("0")), "ssum"),
-            exp.alias_(exp.Sub(this=before, expression=exp.Sum(this=hit.copy())), "base"),
+            _alias(exp.Sum(this=hit), "c"),
+            _alias(exp.func("COALESCE", exp.Sum(this=total), _f("0")), "ssum"),
+            _alias(exp.Sub(this=before, expression=exp.Sum(this=hit.copy())), "base"),
             copy=False,
         )
         .group_by(_f("b.group_id"), copy=False)
@@ -207,21 +210,19 @@ def _cell_ranges(plan: CellPlan) -> exp.Select:
     columns += [_f("g.n"), _f("g.c"), _f("g.ssum")]
     for m in plan.counts.values():
         suffix = _suffix(m)
-        columns.append(exp.alias_(_f(_clamp0(f"s.{m} + g.c - g.n")), f"lo{suffix}"))
-        columns.append(
-            exp.alias_(_f(f"CASE WHEN s.{m} < g.c THEN s.{m} ELSE g.c END"), f"hi{suffix}")
-        )
+        columns.append(_alias(_f(_clamp0(f"s.{m} + g.c - g.n")), f"lo{suffix}"))
+        columns.append(_alias(_f(f"CASE WHEN s.{m} < g.c THEN s.{m} ELSE g.c END"), f"hi{suffix}"))
     # Expected rank of the minimum of E[j] = m*c/n draws out of c: floor((c+1)/(E[j]+1))
     # = floor((c+1)*n / (m*c+n)); integers on both sides keep the floor exact.
     columns.append(
-        exp.alias_(
+        _alias(
             _f("CAST(FLOOR(CAST((g.c + 1) * g.n AS DOUBLE) / (s.m * g.c + g.n)) AS BIGINT)"), "er"
         )
     )
     return (
-        exp.select(*columns)
-        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
-        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
+        _select(*columns)
+        .from_(_alias(_cte("sel"), "s", table=True), copy=False)
+        .join(_alias(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
     )
 
 
@@ -243,11 +244,11 @@ def _satisfying(plan: CellPlan, matches: exp.Expr) -> exp.Select:
         .select(
             _f("b.group_id AS gid"),
             _f('b."value" AS v'),
-            exp.alias_(exp.Sub(this=last.copy(), expression=_f(f"({length} - 1)")), "s1"),
-            exp.alias_(last, "s2"),
+            _alias(exp.Sub(this=last.copy(), expression=_f(f"({length} - 1)")), "s1"),
+            _alias(last, "s2"),
             copy=False,
         )
-        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = b.group_id"), copy=False)
+        .join(_alias(_cte("grp"), "g", table=True), on=_f("g.gid = b.group_id"), copy=False)
         .where(matches, copy=False)  # its last use: the others are copies
     )
 
@@ -262,13 +263,13 @@ def _cell_values(plan: CellPlan) -> tuple[exp.Select, list[str]]:
         carried += [_f(f"c.lo{suffix}"), _f(f"c.hi{suffix}")]
     names = [c.alias_or_name for c in carried]
     measures = _measures(plan)
-    cellv = exp.select(*carried, *[exp.alias_(_f(_MEASURES[m]), m) for m in measures])
-    cellv = cellv.from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
+    cellv = _select(*carried, *[_alias(_f(_MEASURES[m]), m) for m in measures])
+    cellv = cellv.from_(_alias(_cte("cell"), "c", table=True), copy=False)
     if not measures:  # AVG and COUNT only: the cells as they are
         return cellv, names
     needed = _NEEDED + (_NEEDED_ER if plan.funcs & {"min", "max"} else "") + ")"
     cellv = cellv.join(
-        exp.alias_(_cte("sat"), "x", table=True), on=_f(needed), join_type="LEFT", copy=False
+        _alias(_cte("sat"), "x", table=True), on=_f(needed), join_type="LEFT", copy=False
     )
     return cellv.group_by(*[c.copy() for c in carried], copy=False), names
 
@@ -292,9 +293,9 @@ def _avg_candidates(plan: CellPlan, cellv_columns: list[str]) -> list[tuple[str,
         ("hi", (_DOWN_FORCED, _DOWN_OPTIONAL), True),
     ):
         branches = [
-            exp.select(*plan.g("c"), _f("x.v"), _f(f"{k} AS k"), _f(f"{count} AS cnt"))
-            .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
-            .join(exp.alias_(_cte("sat"), "x", table=True), on=_f("x.gid = c.gid"), copy=False)
+            _select(*plan.g("c"), _f("x.v"), _f(f"{k} AS k"), _f(f"{count} AS cnt"))
+            .from_(_alias(_cte("cell"), "c", table=True), copy=False)
+            .join(_alias(_cte("sat"), "x", table=True), on=_f("x.gid = c.gid"), copy=False)
             .where(_f(f"{count} > 0"), copy=False)
             for k, count in enumerate(counts)
         ]
@@ -312,26 +313,26 @@ def _avg_candidates(plan: CellPlan, cellv_columns: list[str]) -> list[tuple[str,
                 )
             ]
         )
-        cum = exp.select(*plan.g("p"), exp.alias_(ratio, f"avg_{side}")).from_(
-            exp.alias_(_cte(f"pool_{side}"), "p", table=True), copy=False
+        cum = _select(*plan.g("p"), _alias(ratio, f"avg_{side}")).from_(
+            _alias(_cte(f"pool_{side}"), "p", table=True), copy=False
         )
         ctes += [(f"pool_{side}", pool), (f"ratio_{side}", cum)]
 
     measure_names = cellv_columns[len(plan.groups) :]
     null = exp.cast(exp.Null(), "DOUBLE")
-    union: exp.Query = exp.select(
+    union: exp.Query = _select(
         *plan.g("v"),
         *[exp.column(n, table="v") for n in measure_names],
-        exp.alias_(null.copy(), "avg_lo"),
-        exp.alias_(null.copy(), "avg_hi"),
-    ).from_(exp.alias_(_cte("cellv"), "v", table=True), copy=False)
+        _alias(null.copy(), "avg_lo"),
+        _alias(null.copy(), "avg_hi"),
+    ).from_(_alias(_cte("cellv"), "v", table=True), copy=False)
     for side in ("lo", "hi"):
-        branch = exp.select(
+        branch = _select(
             *plan.g("r"),
-            *[exp.alias_(exp.Null(), n) for n in measure_names],
-            _f("r.avg_lo") if side == "lo" else exp.alias_(null.copy(), "avg_lo"),
-            _f("r.avg_hi") if side == "hi" else exp.alias_(null.copy(), "avg_hi"),
-        ).from_(exp.alias_(_cte(f"ratio_{side}"), "r", table=True), copy=False)
+            *[_alias(exp.Null(), n) for n in measure_names],
+            _f("r.avg_lo") if side == "lo" else _alias(null.copy(), "avg_lo"),
+            _f("r.avg_hi") if side == "hi" else _alias(null.copy(), "avg_hi"),
+        ).from_(_alias(_cte(f"ratio_{side}"), "r", table=True), copy=False)
         union = exp.union(union, branch, distinct=False)
     assert isinstance(union, exp.Union)
     return [*ctes, ("parts", union)]
