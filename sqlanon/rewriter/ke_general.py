@@ -67,6 +67,7 @@ from sqlanon.rewriter.ke_general_cells import (
     fine_cells,
     internal_query,
     output_group,
+    reads_runs,
 )
 from sqlanon.rewriter.ke_general_cells import name as cte_name
 from sqlanon.rewriter.ke_general_types import (
@@ -96,6 +97,9 @@ def atoms_query(shape: Shape) -> exp.Select:
     for index, plan in enumerate(plans):  # atoms with the same w share their ranked runs
         first = next((p for p in plans[:index] if same_types(p, plan)), None)
         plan.ranked_by = None if first is None else (first.ranked_by or first.tag)
+    for plan in plans:
+        readers = [p for p in plans if p is plan or p.ranked_by == plan.tag]
+        plan.runs_read = any(reads_runs(p) for p in readers)
     presence, tag = None, ""
     if shape.keys and s_where is not None:
         presence = plan_atom("p", Atom("count"), s_where, s, names)
@@ -103,6 +107,8 @@ def atoms_query(shape: Shape) -> exp.Select:
         twin = next((p for p in plans if same_types(p, presence)), None)
         tag = presence.tag if twin is None else twin.tag
         presence = presence if twin is None else None
+        if presence is not None:
+            presence.runs_read = reads_runs(presence)
     every = [*plans, *([presence] if presence else [])]
     keys = len(shape.keys)
     ctes: Ctes = [

@@ -221,18 +221,25 @@ def atom_ctes(plan: AtomPlan, keys: int) -> Ctes:
     return ctes
 
 
+def reads_runs(plan: AtomPlan) -> bool:
+    """Whether the atom reads its cells' ranked runs (``rl``), not only their counts."""
+    return plan.func != "count" or _is_s(plan)
+
+
 def _ranked_runs(plan: AtomPlan) -> Ctes:
-    """The atom's cells and ``rl``: each cell with its type's runs, ranked."""
+    """The atom's cells, types and present counts, and when read, ``rl``: each cell
+    with its type's runs, ranked."""
     if _is_s(plan):
         return [(name("cell", plan), _cells(plan)), (name("rl", plan), _ranges_of_s(plan))]
-    return [
+    ctes: Ctes = [
         (name("cell", plan), _cells(plan)),
         (name("typ", plan), _types(plan)),
         (name("xw", plan), _cross(plan)),
-        (name("rk", plan), _ranks(plan)),
         (name("pc", plan), _present(plan)),
-        (name("rl", plan), _ranges(plan)),
     ]
+    if plan.runs_read:
+        ctes += [(name("rk", plan), _ranks(plan)), (name("rl", plan), _ranges(plan))]
+    return ctes
 
 
 def _exact(plan: AtomPlan, keys: int) -> exp.Query:
@@ -368,10 +375,26 @@ def _measures(plan: AtomPlan) -> list[str]:
 
 
 def _cell_values(plan: AtomPlan) -> exp.Query:
+    if not reads_runs(plan):
+        return _cell_counts(plan)
     key = f"{_cell_key(plan, 'x')}, x.m, x.n, x.c, x.lo, x.hi"
     measures = [f"{_CELL_MEASURES[m][1].format(er=_ER)} AS {m}" for m in _measures(plan)]
     select = ", ".join([key, *measures])
     return internal_query(f"SELECT {select} FROM {_rl(plan)} AS x GROUP BY {key}")  # noqa: S608 - internal names only
+
+
+def _cell_counts(plan: AtomPlan) -> exp.Query:
+    """:func:`_cell_values` of a COUNT: per cell m, n, c, lo and hi from its type's
+    present count, without crossing the cell with the runs."""
+    owner = plan.tag if plan.ranked_by is None else plan.ranked_by
+    on = " AND ".join(
+        ["t.gid = x.gid", *[f"t.{p} IS NOT DISTINCT FROM x.{p}" for p in plan.params]]
+    )
+    return internal_query(
+        f"SELECT {_cell_key(plan, 'x')}, x.m, t.n, k.c, GREATEST(0, x.m - t.n + k.c) AS lo, "  # noqa: S608 - internal names only
+        f"LEAST(x.m, k.c) AS hi FROM {CTE_PREFIX}cell{owner} AS x "
+        f"JOIN {CTE_PREFIX}typ{owner} AS t ON {on} JOIN {CTE_PREFIX}pc{owner} AS k ON k.tn = t.tn"
+    )
 
 
 def _group_values(plan: AtomPlan) -> exp.Query:

@@ -38,7 +38,8 @@ class AtomPlan:
     ``exact``: ``w`` reads no S, so the atom is one plain SQL aggregate over the rows;
     ``arg_reads_s``: the arg itself (not only the selection) reads S; ``ranked_by``: the
     tag of an earlier atom with the same ``w`` whose cells and ranked runs this one reads
-    (None: its own).
+    (None: its own); ``runs_read``: some atom reads this one's ranked runs (a COUNT
+    needs only its cells' present counts).
     """
 
     tag: str
@@ -48,6 +49,7 @@ class AtomPlan:
     exact: bool = False
     arg_reads_s: bool = False
     ranked_by: str | None = None
+    runs_read: bool = True
 
     @property
     def func(self) -> str:
