@@ -65,6 +65,7 @@ from sqlanon.rewriter.ke_general_cells import (
     Ctes,
     atom_ctes,
     fine_cells,
+    fixed_count,
     internal_query,
     output_group,
     reads_runs,
@@ -232,7 +233,7 @@ def _vals(shape: Shape) -> exp.Select:
 def _join_atom(final: exp.Select, plan: AtomPlan) -> exp.Select:
     """LEFT JOIN the atom's per-output-group CTEs as a<tag>, l<tag>, h<tag>, d<tag>."""
     parts = [("ag", "a")]
-    if plan.func == "avg" and not plan.exact:
+    if plan.func == "avg" and not plan.exact and not fixed_count(plan):
         parts += [("avl", "l"), ("avh", "h")]
     if plan.func in QUANTILES and not plan.exact:
         parts += [("ql", "l"), ("qh", "h")]
@@ -278,6 +279,10 @@ def _columns(plan: AtomPlan) -> dict[str, exp.Expr]:
         low = f"CASE WHEN {a}.nhi > 0 THEN {a}.sum_lo END"
         high = f"CASE WHEN {a}.nhi > 0 THEN {a}.sum_hi END"
         out = {"low": low, "high": high, "est": _clamp(f"{a}.tot", low, high)}
+    elif func == "avg" and fixed_count(plan):  # N = nlo = nhi records, whichever values
+        low = f"CAST({a}.sum_lo AS DOUBLE) / NULLIF({a}.nlo, 0)"
+        high = f"CAST({a}.sum_hi AS DOUBLE) / NULLIF({a}.nhi, 0)"
+        out = {"low": low, "high": high, "est": _clamp(f"{a}.tot / NULLIF({a}.cnt, 0)", low, high)}
     elif func == "avg":
         low, high = f"{l}.avg", f"{h}.avg"
         out = {"low": low, "high": high, "est": _clamp(f"{a}.tot / NULLIF({a}.cnt, 0)", low, high)}

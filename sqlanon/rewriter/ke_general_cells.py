@@ -203,7 +203,7 @@ def atom_ctes(plan: AtomPlan, keys: int) -> Ctes:
         (name("cv", plan), _cell_values(plan)),
         (name("ag", plan), _group_values(plan)),
     ]
-    if plan.func == "avg":
+    if plan.func == "avg" and not fixed_count(plan):
         ctes += _avg_pools(plan)
     if plan.func in QUANTILES:
         ctes += _quantile_pools(plan)
@@ -266,6 +266,13 @@ def _exact(plan: AtomPlan, keys: int) -> exp.Query:
 
 def _is_x(node: exp.Expr) -> bool:
     return isinstance(node, exp.Column) and not node.table and node.name == "x"
+
+
+def fixed_count(plan: AtomPlan) -> bool:
+    """Whether every cell selects exactly its m records (w is S itself, so lo = hi = m):
+    then AVG's bounds are the sums' bounds over that fixed count (the pools of
+    :func:`_avg_pools` hold only forced values, and their ratio is the same)."""
+    return _is_s(plan)
 
 
 def _is_s(plan: AtomPlan) -> bool:
@@ -371,7 +378,8 @@ def _present(plan: AtomPlan) -> exp.Query:
 
 
 def _measures(plan: AtomPlan) -> list[str]:
-    return [m for m, (funcs, _) in _CELL_MEASURES.items() if plan.func in funcs]
+    fixed = ("sum_lo", "sum_hi") if plan.func == "avg" and fixed_count(plan) else ()
+    return [m for m, (funcs, _) in _CELL_MEASURES.items() if plan.func in funcs or m in fixed]
 
 
 def _cell_values(plan: AtomPlan) -> exp.Query:
