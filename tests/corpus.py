@@ -402,6 +402,8 @@ def check(
         if lacking:
             outcome.problems.append(f"the output lacks {lacking} (columns: {sorted(columns)})")
             return
+    # a bare <name> column (an exact count) is never another item's interval column
+    others = {f"{v}_{end}" for v in values for end in ("low", "high", "est")}
     by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in out:
         by_key.setdefault(tuple(_norm(row[k]) for k in keys), []).append(row)
@@ -415,7 +417,7 @@ def check(
             true = _norm(row[name])
             if true is None:
                 continue
-            widths = [_width(answer, name, true) for answer in by_key[key]]
+            widths = [_width(answer, name, true, name in others) for answer in by_key[key]]
             fits = [w for w in widths if w is not None]
             if not fits:
                 answer = by_key[key][0]
@@ -425,15 +427,16 @@ def check(
                 outcome.widths.append(min(fits) / abs(true))
 
 
-def _width(answer: dict[str, Any], name: str, true: float) -> float | None:
-    """The interval's width when it holds ``true`` (and an exact bare count equals it)."""
+def _width(answer: dict[str, Any], name: str, true: float, taken: bool) -> float | None:
+    """The interval's width when it holds ``true`` (and an exact bare count equals it;
+    ``taken``: ``name`` is another item's interval column, so it is no bare count)."""
     low, high = _norm(answer.get(f"{name}_low")), _norm(answer.get(f"{name}_high"))
     if low is None or high is None:
         return None
     tol = EPS * max(1.0, abs(true))
     if not (low - tol <= true <= high + tol):
         return None
-    exact = _norm(answer.get(name))
+    exact = None if taken else _norm(answer.get(name))
     if exact is not None and not math.isclose(exact, true, rel_tol=1e-9, abs_tol=EPS):
         return None
     return float(high - low)

@@ -29,8 +29,6 @@ ROWS, ADDED = 400, 60
 #: ``expect: answer`` cases refused today, on both engines (the integrator shrinks it).
 KNOWN_REFUSED = frozenset(
     {
-        "ke/count_filter",
-        "ke/derived_flag",
         "lhd/count_distinct_quasi",
         "lhd/cte_band",
         "lhd/dashboard_bands",

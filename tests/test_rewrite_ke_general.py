@@ -311,6 +311,19 @@ def test_bounds_contain_every_assignment(release: Any, case: Case) -> None:
 
 @SETTINGS
 @given(releases(), cases(single_type=True))
+@example(  # AVG(s) of a fixed count (from the sums), sharing its runs with SUM(s)
+    release=(
+        [{"a": i % 3, "b": "xy"[i % 2], "s": S_VALUES[i % 6]} for i in range(7)],
+        [0, 0, 0, 1, 1, 2, 2],
+        [False] * 6 + [True],
+    ),
+    case=Case(
+        ["b"],
+        "a <= 1",
+        [("avg", "s", None, None), ("sum", "s", None, None), ("count", None, "s > 1000", None)],
+        True,
+    ),
+)
 def test_single_type_bounds_are_attained(release: Any, case: Case) -> None:
     _run(release, case)
 

@@ -248,18 +248,35 @@ def _aggregate(node: exp.Expr, cols: _Columns) -> tuple[str, str | None]:
     return func, column
 
 
-def check_output_names(items: Iterable[tuple[str, bool]]) -> None:
-    """Refuse two output columns of one name: each item is ``(name, is an interval)``,
-    an interval adding ``<name>_low``, ``<name>_high`` and ``<name>_est``."""
+def check_output_names(items: Iterable[tuple[str, bool]], bare: bool = True) -> None:
+    """Refuse two items of one name, or two output columns of one name: each item is
+    ``(name, is an interval)``; an interval's columns are ``<name>_low``, ``<name>_high``
+    and ``<name>_est``, and with ``bare`` also ``<name>`` (an exact count's bare column
+    may be added). The general path passes ``bare=False`` and checks its columns again
+    once it knows which counts are exact (:func:`check_columns`): ``COUNT(*) AS n`` next
+    to ``SUM(x) AS n_high`` is fine unless SUM(x) is an exact count."""
+    items = list(items)
+    columns = [
+        c
+        for item, interval in items
+        for c in [
+            *([item] if bare or not interval else []),
+            *([f"{item}_low", f"{item}_high", f"{item}_est"] if interval else []),
+        ]
+    ]
+    check_columns([item for item, _ in items])  # items are named in HAVING and ORDER BY
+    check_columns(columns)
+
+
+def check_columns(names: Iterable[str]) -> None:
+    """Refuse a name that appears twice (case-insensitively)."""
     seen: set[str] = set()
-    for item, interval in items:
-        names = [item, *([f"{item}_low", f"{item}_high", f"{item}_est"] if interval else [])]
-        for name in names:
-            if name.lower() in seen:
-                raise UnsupportedQueryError(
-                    f"output column {name!r} would appear twice; give the items distinct aliases"
-                )
-            seen.add(name.lower())
+    for name in names:
+        if name.lower() in seen:
+            raise UnsupportedQueryError(
+                f"output column {name!r} would appear twice; give the items distinct aliases"
+            )
+        seen.add(name.lower())
 
 
 def analyze(

@@ -18,11 +18,12 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
+from sqlanon.rewriter.analyze import check_columns
 from sqlanon.rewriter.atoms import AtomsQuery, atoms_query
 from sqlanon.rewriter.normalize import ATOM, Branch, Item, Plan, refs
 from sqlanon.rewriter.post import Compiler, Val, condition, keys_sql
 from sqlanon.rewriter.shape import Atom
-from sqlanon.rewriter.sqlbuild import CTE_PREFIX
+from sqlanon.rewriter.sqlbuild import CTE_PREFIX, with_cte
 
 HAVING_COLUMN = "having_surely"
 
@@ -47,6 +48,7 @@ def answer(plan: Plan) -> exp.Select:
     for member in members[1:]:
         body = exp.union(body, member, distinct=False)
     visible = _visible(plan.branches[0], exact, plan.having)
+    check_columns(visible)  # an exact count's bare <name> may be another item's column
     final = exp.select(*[exp.column(n, quoted=True) for n in visible]).from_(
         exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{CTE_PREFIX}u")))
     )
@@ -58,7 +60,7 @@ def answer(plan: Plan) -> exp.Select:
     if plan.offset is not None:
         final = final.offset(plan.offset, copy=False)
     for name, cte in ctes:
-        final = final.with_(name, as_=cte, copy=False)
+        final = with_cte(final, name, cte)
     return final
 
 
@@ -125,7 +127,7 @@ def _branch(
             ),
         )
     prefix = f"{CTE_PREFIX}b{index}_"
-    base = exp.select("*").from_(
+    base = exp.select(exp.Star()).from_(
         exp.Subquery(
             this=_renamed(atoms.tree, prefix),
             alias=exp.TableAlias(this=exp.to_identifier(f"{CTE_PREFIX}a")),
@@ -145,21 +147,17 @@ def _branch(
 
 def _renamed(tree: exp.Query, prefix: str) -> exp.Query:
     """``tree`` with its CTEs renamed ``<prefix><name>``: each branch's atoms query has
-    CTEs of the same names, and some dialects (Spark) hoist nested CTEs to the top."""
-    names = {cte.alias for cte in tree.find_all(exp.CTE)}
-    if not names:
-        return tree
-
-    def rename(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.CTE) and node.alias in names:
-            node.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + node.alias)))
-        elif isinstance(node, exp.Table) and not node.db and node.name in names:
+    CTEs of the same names, and some dialects (Spark) hoist nested CTEs to the top.
+    Renamed in place, in one walk (the atoms query is read once, here)."""
+    nodes = list(tree.walk())
+    ctes = [n for n in nodes if isinstance(n, exp.CTE)]
+    names = {cte.alias for cte in ctes}
+    for cte in ctes:
+        cte.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + cte.alias)))
+    for node in nodes:
+        if isinstance(node, exp.Table) and not node.db and node.name in names:
             node.set("this", exp.to_identifier(prefix + node.name))
-        return node
-
-    renamed = tree.transform(rename)
-    assert isinstance(renamed, exp.Query)
-    return renamed
+    return tree
 
 
 def _hidden_names(branch: Branch) -> list[str]:

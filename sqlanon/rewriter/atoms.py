@@ -21,6 +21,8 @@ from sqlanon.rewriter import ke_general, ke_intervals, lhd_general, lhd_interval
 from sqlanon.rewriter.analyze import AggregateItem, GroupItem, Query, analyze
 from sqlanon.rewriter.ke_quantiles import QUANTILES
 from sqlanon.rewriter.shape import RELEASE_ALIAS, Shape, atom_column, key_name
+from sqlanon.rewriter.sqlbuild import alias as _alias
+from sqlanon.rewriter.sqlbuild import select as _select
 
 _NARROW = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}
 
@@ -99,16 +101,16 @@ def narrow_sql(shape: Shape) -> str | None:
     are beyond them."""
     if shape.joins or not shape.atoms or not all(_plain(k) for k in shape.keys):
         return None
-    items: list[exp.Expr] = [exp.alias_(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
+    items: list[exp.Expr] = [_alias(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
     for i, atom in enumerate(shape.atoms):
         if atom.func not in _NARROW or atom.where is not None or atom.fraction is not None:
             return None
         if atom.arg is not None and not _plain(atom.arg):
             return None
         arg = atom.arg.copy() if atom.arg is not None else exp.Star()
-        items.append(exp.alias_(_NARROW[atom.func](this=arg), atom_column(i, "")[:-1]))
+        items.append(_alias(_NARROW[atom.func](this=arg), atom_column(i, "")[:-1]))
     table = exp.table_(exp.to_identifier(shape.release.table, quoted=True), alias=RELEASE_ALIAS)
-    query = exp.select(*items).from_(table)
+    query = _select(*items).from_(table)
     if shape.where is not None:
         query = query.where(shape.where.copy())
     if shape.keys:

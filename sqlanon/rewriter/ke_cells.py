@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from sqlanon.rewriter.analyze import Query
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import qualified as _qualified
+from sqlanon.rewriter.sqlbuild import select as _select
 
 
 @dataclass
@@ -67,13 +69,13 @@ def select_cells(plan: CellPlan, qi_pred: exp.Expr | None) -> exp.Select:
     query = plan.query
     key = query.release.key_column
     columns: list[exp.Expr] = [
-        exp.alias_(_qualified(query.key(i), "t"), g) for i, g in enumerate(plan.groups)
+        _alias(_qualified(query.key(i), "t"), g) for i, g in enumerate(plan.groups)
     ]
-    columns.append(exp.alias_(_col("t", key), "gid"))
+    columns.append(_alias(_col("t", key), "gid"))
     for arg, m in plan.counts.items():
         count = exp.Count(this=exp.Star() if arg is None else _col("t", arg))
-        columns.append(exp.alias_(count, m))
-    sel = exp.select(*columns).from_(plan.release("t"), copy=False)
+        columns.append(_alias(count, m))
+    sel = _select(*columns).from_(plan.release("t"), copy=False)
     if qi_pred is not None:
         sel = sel.where(_qualified(qi_pred, "t"), copy=False)
     if query.release.ghosts:

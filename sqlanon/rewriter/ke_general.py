@@ -47,9 +47,12 @@ then runs ranked by a running sum of cnt (ordered by w, then v), and every per-v
 measure is a sum over runs of w times the run's overlap with a rank range, or the w of
 the run holding one rank.
 
-Cost: the cross of each cell (gk, gid, type) with its release group's runs: sum over
-cells of the group's distinct values per atom that reads S, ranked by one window sort
-per cell.
+Cost: one aggregation over the rows (the records counted per keys, release group and
+every ranked atom's parameters; exact COUNT/MIN/MAX partials beside them), the output
+groups ranked over those counts, not over the rows; per atom that reads S, the runs
+ranked once per (release group, parameters) with a window sort (none when w is S
+itself: the bounds table's ranks), then crossed with the cells (gk, gid, type): sum over
+cells of the group's distinct values. Atoms with the same w share their CTEs.
 """
 
 from __future__ import annotations
@@ -57,7 +60,16 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlanon.models.ke_bounds import BLOCK
-from sqlanon.rewriter.ke_general_cells import QUANTILES, Ctes, atom_ctes, internal_query
+from sqlanon.rewriter.ke_general_cells import (
+    QUANTILES,
+    Ctes,
+    atom_ctes,
+    fine_cells,
+    fixed_count,
+    internal_query,
+    output_group,
+    reads_runs,
+)
 from sqlanon.rewriter.ke_general_cells import name as cte_name
 from sqlanon.rewriter.ke_general_types import (
     AtomPlan,
@@ -66,9 +78,11 @@ from sqlanon.rewriter.ke_general_types import (
     split_where,
 )
 from sqlanon.rewriter.shape import Atom, Shape, atom_column, key_name
-from sqlanon.rewriter.sqlbuild import CTE_PREFIX
+from sqlanon.rewriter.sqlbuild import CTE_PREFIX, with_cte
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 _SAMP = ("var_samp", "stddev_samp")
 
@@ -79,50 +93,69 @@ def atoms_query(shape: Shape) -> exp.Select:
     s = release.sensitive[0]
     refuse_s_outside_atoms(shape.keys, [j.on for j in shape.joins], s)
     row_filter, s_where = split_where(shape.where, s)
-    plans = [plan_atom(str(i), atom, s_where, s) for i, atom in enumerate(shape.atoms)]
-    presence = None
+    names: dict[str, str] = {}  # parameters shared by the atoms (ke_general_types)
+    plans = [plan_atom(str(i), atom, s_where, s, names) for i, atom in enumerate(shape.atoms)]
+    for index, plan in enumerate(plans):  # atoms with the same w share their ranked runs
+        first = next((p for p in plans[:index] if same_types(p, plan)), None)
+        plan.ranked_by = None if first is None else (first.ranked_by or first.tag)
+    for plan in plans:
+        readers = [p for p in plans if p is plan or p.ranked_by == plan.tag]
+        plan.runs_read = any(reads_runs(p) for p in readers)
+    presence, tag = None, ""
     if shape.keys and s_where is not None:
-        presence = plan_atom("p", Atom("count"), s_where, s)
+        presence = plan_atom("p", Atom("count"), s_where, s, names)
+        # an atom with the same w has the same counts: its nhi says the same
+        twin = next((p for p in plans if same_types(p, presence)), None)
+        tag = presence.tag if twin is None else twin.tag
+        presence = presence if twin is None else None
+        if presence is not None:
+            presence.runs_read = reads_runs(presence)
     every = [*plans, *([presence] if presence else [])]
+    keys = len(shape.keys)
     ctes: Ctes = [
         ("rows", _rows(shape, row_filter, every)),
-        ("groups", _groups(shape)),
+        ("fine", fine_cells(keys, every)),
+        ("keyed", _keyed(keys)),
+        ("groups", _groups(keys)),
         ("vals", _vals(shape)),
         ("grp", _group_sizes()),
     ]
     for plan in every:
-        ctes += atom_ctes(plan)
-    final = exp.select(
-        *[exp.alias_(_f(f"g.{key_name(i)}"), key_name(i)) for i in range(len(shape.keys))]
-    ).from_(exp.alias_(_cte("groups"), "g", table=True), copy=False)
+        ctes += atom_ctes(plan, keys)
+    final = _select(*[_alias(_f(f"g.{key_name(i)}"), key_name(i)) for i in range(keys)])
+    final = final.from_(_alias(_cte("groups"), "g", table=True), copy=False)
     for index, plan in enumerate(plans):
         final = _join_atom(final, plan)
         for part, value in _columns(plan).items():
-            final = final.select(exp.alias_(value, atom_column(index, part)), copy=False)
+            final = final.select(_alias(value, atom_column(index, part)), copy=False)
     if presence is not None:
-        final = _join_atom(final, presence).where(_f("ap.nhi > 0"), copy=False)
+        final = _join_atom(final, presence)
+    if tag:
+        final = final.where(_f(f"a{tag}.nhi > 0"), copy=False)
     for cte_alias, body in ctes:
-        final = final.with_(CTE_PREFIX + cte_alias, as_=body, copy=False)
+        final = with_cte(final, CTE_PREFIX + cte_alias, body)
     return final
 
 
+def same_types(plan: AtomPlan, other: AtomPlan) -> bool:
+    """Whether two ranked atoms have the same ``w`` over the same parameters."""
+    if plan.exact or other.exact:
+        return False
+    return set(plan.params) == set(other.params) and plan.w.sql() == other.w.sql()
+
+
 def _rows(shape: Shape, row_filter: exp.Expr | None, plans: list[AtomPlan]) -> exp.Select:
-    """One row per selected record (ghosts excluded): its output group ``gk`` (the dense
-    rank of its keys, so later joins are on a non-NULL integer), keys, release group and
-    every atom's type parameters."""
+    """One row per selected record (ghosts excluded): its keys, release group and every
+    atom's type parameters (each once: atoms share them)."""
     release = shape.release
-    if shape.keys:
-        order = exp.Order(expressions=[exp.Ordered(this=k.copy()) for k in shape.keys])
-        gk: exp.Expr = exp.Window(this=_f("DENSE_RANK()"), order=order, over="OVER")
-    else:
-        gk = exp.Literal.number(1)
-    columns: list[exp.Expr] = [exp.alias_(gk, "gk")]
-    columns += [exp.alias_(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
-    columns.append(exp.alias_(exp.column(release.key_column, table="r", quoted=True), "gid"))
+    columns: list[exp.Expr] = [_alias(k.copy(), key_name(i)) for i, k in enumerate(shape.keys)]
+    columns.append(_alias(exp.column(release.key_column, table="r", quoted=True), "gid"))
+    params: dict[str, exp.Expr] = {}
     for plan in plans:
-        columns += [exp.alias_(e.copy(), p) for p, e in plan.params.items()]
+        params.update(plan.params)
+    columns += [_alias(e.copy(), p) for p, e in params.items()]
     table = exp.table_(release.table, db=release.schema, quoted=True, alias="r")
-    rows = exp.select(*columns).from_(table, copy=False)
+    rows = _select(*columns).from_(table, copy=False)
     for join in shape.joins:
         rows = rows.join(
             _aliased(join.relation, join.alias),
@@ -145,20 +178,25 @@ def _aliased(relation: exp.Expr, alias: str) -> exp.Expr:
         named = relation.copy()
         named.args["alias"].set("this", exp.to_identifier(alias))
         return named
-    return exp.alias_(relation.copy(), alias, table=True)
+    return _alias(relation.copy(), alias, table=True)
 
 
-def _groups(shape: Shape) -> exp.Query:
+def _keyed(keys: int) -> exp.Query:
+    """The fine cells with their output group ``gk``: the dense rank of their keys (so
+    later joins are on a non-NULL integer), ranked over the cells, not the rows."""
+    fine = CTE_PREFIX + "fine"
+    if not keys:
+        return internal_query(f"SELECT 1 AS gk, x.* FROM {fine} AS x")  # noqa: S608 - internal names only
+    return internal_query(f"SELECT {output_group(keys, 'x')} AS gk, x.* FROM {fine} AS x")  # noqa: S608 - internal names only
+
+
+def _groups(keys: int) -> exp.Query:
     """One row per output group: gk and its keys (a single gk 1 without keys, also when
     no record is selected: an aggregate without GROUP BY always answers one row)."""
-    if not shape.keys:
-        return exp.select(exp.alias_(exp.Literal.number(1), "gk"))
-    keys = [_f(f"x.{key_name(i)}") for i in range(len(shape.keys))]
-    return (
-        exp.select(_f("x.gk"), *keys)
-        .distinct()
-        .from_(exp.alias_(_cte("rows"), "x", table=True), copy=False)
-    )
+    if not keys:
+        return _select(_alias(exp.Literal.number(1), "gk"))
+    columns = ", ".join(["x.gk", *[f"x.{key_name(i)}" for i in range(keys)]])
+    return internal_query(f"SELECT DISTINCT {columns} FROM {CTE_PREFIX}keyed AS x")  # noqa: S608 - internal names only
 
 
 def _group_sizes() -> exp.Query:
@@ -171,7 +209,8 @@ def _group_sizes() -> exp.Query:
 
 def _vals(shape: Shape) -> exp.Select:
     """Every release group's multiset of values (ghost slots hold values too) as runs:
-    value ``v`` held by ``cnt`` slots. Read from the bounds table's ascending rows, one
+    value ``v`` held by ``cnt`` slots, the last of them ranked ``u2`` among the group's
+    ``n`` (ascending). Read from the bounds table's ascending rows, one
     per run (a run spanning several blocks has a row per block, each with the whole
     run's ranks: keep the one of the block of its first rank)."""
     release = shape.release
@@ -179,10 +218,12 @@ def _vals(shape: Shape) -> exp.Select:
     table = exp.table_(release.bounds_table, db=release.bounds_schema, quoted=True, alias="b")
     first_block = f"CAST(FLOOR((b.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     return (
-        exp.select(
+        _select(
             _f("b.group_id AS gid"),
             _f('b."value" AS v'),
             _f("CAST(b.hi_rank - b.lo_rank + 1 AS BIGINT) AS cnt"),
+            _f("CAST(b.n AS BIGINT) AS n"),
+            _f("CAST(b.hi_rank AS BIGINT) AS u2"),
         )
         .from_(table, copy=False)
         .where(_f(f'NOT b."descending" AND b."block" = {first_block}'), copy=False)
@@ -192,7 +233,7 @@ def _vals(shape: Shape) -> exp.Select:
 def _join_atom(final: exp.Select, plan: AtomPlan) -> exp.Select:
     """LEFT JOIN the atom's per-output-group CTEs as a<tag>, l<tag>, h<tag>, d<tag>."""
     parts = [("ag", "a")]
-    if plan.func == "avg" and not plan.exact:
+    if plan.func == "avg" and not plan.exact and not fixed_count(plan):
         parts += [("avl", "l"), ("avh", "h")]
     if plan.func in QUANTILES and not plan.exact:
         parts += [("ql", "l"), ("qh", "h")]
@@ -201,7 +242,7 @@ def _join_atom(final: exp.Select, plan: AtomPlan) -> exp.Select:
     for kind, alias in parts:
         name = alias + plan.tag
         final = final.join(
-            exp.alias_(_cte(cte_name(kind, plan)), name, table=True),
+            _alias(_cte(cte_name(kind, plan)), name, table=True),
             on=_f(f"{name}.gk = g.gk"),
             join_type="LEFT",
             copy=False,
@@ -238,6 +279,10 @@ def _columns(plan: AtomPlan) -> dict[str, exp.Expr]:
         low = f"CASE WHEN {a}.nhi > 0 THEN {a}.sum_lo END"
         high = f"CASE WHEN {a}.nhi > 0 THEN {a}.sum_hi END"
         out = {"low": low, "high": high, "est": _clamp(f"{a}.tot", low, high)}
+    elif func == "avg" and fixed_count(plan):  # N = nlo = nhi records, whichever values
+        low = f"CAST({a}.sum_lo AS DOUBLE) / NULLIF({a}.nlo, 0)"
+        high = f"CAST({a}.sum_hi AS DOUBLE) / NULLIF({a}.nhi, 0)"
+        out = {"low": low, "high": high, "est": _clamp(f"{a}.tot / NULLIF({a}.cnt, 0)", low, high)}
     elif func == "avg":
         low, high = f"{l}.avg", f"{h}.avg"
         out = {"low": low, "high": high, "est": _clamp(f"{a}.tot / NULLIF({a}.cnt, 0)", low, high)}

@@ -36,7 +36,10 @@ class AtomPlan:
     presence count); ``w`` reads ``c.<param>`` and ``v.v``; ``params`` maps each
     parameter column to the per-row expression it holds (release and join columns);
     ``exact``: ``w`` reads no S, so the atom is one plain SQL aggregate over the rows;
-    ``arg_reads_s``: the arg itself (not only the selection) reads S.
+    ``arg_reads_s``: the arg itself (not only the selection) reads S; ``ranked_by``: the
+    tag of an earlier atom with the same ``w`` whose cells and ranked runs this one reads
+    (None: its own); ``runs_read``: some atom reads this one's ranked runs (a COUNT
+    needs only its cells' present counts).
     """
 
     tag: str
@@ -45,6 +48,8 @@ class AtomPlan:
     params: dict[str, exp.Expr] = field(default_factory=dict)
     exact: bool = False
     arg_reads_s: bool = False
+    ranked_by: str | None = None
+    runs_read: bool = True
 
     @property
     def func(self) -> str:
@@ -94,15 +99,25 @@ def _liftable(node: exp.Expr) -> bool:
     return isinstance(node, exp.Condition) and not isinstance(node, exp.If | exp.Star)
 
 
-def plan_atom(tag: str, atom: Atom, s_where: exp.Expr | None, sensitive: str) -> AtomPlan:
-    """The atom's ``w`` over type parameters and ``v.v`` (see the module docstring)."""
+def plan_atom(
+    tag: str,
+    atom: Atom,
+    s_where: exp.Expr | None,
+    sensitive: str,
+    names: dict[str, str] | None = None,
+) -> AtomPlan:
+    """The atom's ``w`` over type parameters and ``v.v`` (see the module docstring).
+
+    ``names`` (parameter text -> column), when given, is shared by the atoms of one
+    query: equal subexpressions of two atoms become one column, so atoms whose ``w`` are
+    equal have equal plans (and share their CTEs)."""
     selection = _and([p for p in (s_where, atom.where) if p is not None])
     value: exp.Expr = exp.Literal.number(1) if atom.arg is None else atom.arg.copy()
     whole: exp.Expr = (
         value if selection is None else exp.Case(ifs=[exp.If(this=selection, true=value)])
     )
     params: dict[str, exp.Expr] = {}
-    by_text: dict[str, str] = {}
+    by_text: dict[str, str] = {} if names is None else names
 
     def lift(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.table == RELEASE_ALIAS:
@@ -114,8 +129,8 @@ def plan_atom(tag: str, atom: Atom, s_where: exp.Expr | None, sensitive: str) ->
             return node
         text = node.sql()
         if text not in by_text:
-            by_text[text] = f"t{tag}_{len(params)}"
-            params[by_text[text]] = node.copy()
+            by_text[text] = f"t{tag}_{len(params)}" if names is None else f"t{len(by_text)}"
+        params.setdefault(by_text[text], node.copy())
         return exp.column(by_text[text], table="c")
 
     w = whole.transform(lift)

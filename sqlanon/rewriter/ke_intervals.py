@@ -57,9 +57,11 @@ from sqlanon.rewriter.ke_quantiles import (
     quantile_items,
 )
 from sqlanon.rewriter.ke_sensitive_where import predicate_cells, predicate_columns
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import conjuncts, finish
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 from sqlanon.rewriter.sqlbuild import show as _show
 
 
@@ -112,8 +114,8 @@ def build(query: Query) -> exp.Select:
         ctes = predicate_cells(plan, select_cells(plan, qi_pred), s_pred)
         columns = predicate_columns(plan)
     source = ctes[-1][0]
-    final = exp.select(*_output(plan, columns)).from_(
-        exp.alias_(_cte(source), "c", table=True), copy=False
+    final = _select(*_output(plan, columns)).from_(
+        _alias(_cte(source), "c", table=True), copy=False
     )
     if query.group_by:
         final = final.group_by(*plan.g("c"), copy=False)
@@ -149,9 +151,9 @@ def _exact_cells(plan: CellPlan) -> list[tuple[str, exp.Query]]:
         return []
     minmax = bool(plan.funcs & {"min", "max"})
     pairs = (
-        exp.select(_f("r.gid"), _f("r.m"))
+        _select(_f("r.gid"), _f("r.m"))
         .distinct()
-        .from_(exp.alias_(_cte("sel"), "r", table=True), copy=False)
+        .from_(_alias(_cte("sel"), "r", table=True), copy=False)
     )
     looked: list[exp.Expr] = [
         _f("r.gid"),
@@ -164,8 +166,8 @@ def _exact_cells(plan: CellPlan) -> list[tuple[str, exp.Query]]:
     # LEFT joins although every rank exists: with inner joins DuckDB once inferred
     # equalities between bounds copies and joined them with each other first.
     look = (
-        exp.select(*looked)
-        .from_(exp.alias_(_cte("pairs"), "r", table=True), copy=False)
+        _select(*looked)
+        .from_(_alias(_cte("pairs"), "r", table=True), copy=False)
         .join(plan.bounds("b"), on=_lookup("b", "r.m"), join_type="LEFT", copy=False)
     )
     if minmax:
@@ -185,32 +187,32 @@ def _exact_cells(plan: CellPlan) -> list[tuple[str, exp.Query]]:
     # one row per (group, m): the ascending row's measures beside the descending row's
     measures = [
         *[_f(f"MAX(l.{x}) AS {x}") for x in ("n", "total", "vmin", "vmax")],
-        exp.alias_(_f(on("up", "l.psum")), "low_sum"),
-        exp.alias_(_f(on("down", "l.psum")), "high_sum"),
-        exp.alias_(_f(on("up", "l.v")), "v_m"),  # the m-th smallest: MAX's low
-        exp.alias_(_f(on("down", "l.v")), "v_top"),  # the m-th largest: MIN's high
+        _alias(_f(on("up", "l.psum")), "low_sum"),
+        _alias(_f(on("down", "l.psum")), "high_sum"),
+        _alias(_f(on("up", "l.v")), "v_m"),  # the m-th smallest: MAX's low
+        _alias(_f(on("down", "l.v")), "v_top"),  # the m-th largest: MIN's high
     ]
     if minmax:
         measures += [
-            exp.alias_(_f(on("up", "l.ve")), "v_emin"),
-            exp.alias_(_f(on("down", "l.ve")), "v_emax"),
+            _alias(_f(on("up", "l.ve")), "v_emin"),
+            _alias(_f(on("down", "l.ve")), "v_emax"),
         ]
     both = (
-        exp.select(_f("l.gid"), _f("l.m"), *measures)
-        .from_(exp.alias_(_cte("look"), "l", table=True), copy=False)
+        _select(_f("l.gid"), _f("l.m"), *measures)
+        .from_(_alias(_cte("look"), "l", table=True), copy=False)
         .group_by(_f("l.gid"), _f("l.m"), copy=False)
     )
     names = [str(m.alias_or_name) for m in measures]
     cell = (
-        exp.select(
+        _select(
             *plan.g("s"),
             _f("s.gid"),
             *[_f(f"s.{m}") for m in plan.counts.values()],
             *[_f(f"l.{x}") for x in names],
         )
-        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
+        .from_(_alias(_cte("sel"), "s", table=True), copy=False)
         .join(
-            exp.alias_(_cte("both"), "l", table=True),
+            _alias(_cte("both"), "l", table=True),
             on=_f("l.gid = s.gid AND l.m = s.m"),
             copy=False,
         )
@@ -261,7 +263,7 @@ def _output(plan: CellPlan, columns: dict[str, dict[str, exp.Expr]]) -> list[exp
     for item in plan.query.items:
         if isinstance(item, GroupItem):
             g = plan.groups[plan.query.group_by.index(item.column)]
-            result.append(exp.alias_(exp.column(g, table="c"), item.name, quoted=True))
+            result.append(_alias(exp.column(g, table="c"), item.name, quoted=True))
             continue
         assert isinstance(item, AggregateItem)
         for suffix, value in columns[item.name].items():

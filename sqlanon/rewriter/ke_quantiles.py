@@ -30,8 +30,10 @@ from sqlglot import exp
 from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.analyze import AggregateItem
 from sqlanon.rewriter.ke_cells import CellPlan
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 QUANTILES = ("quantile_cont", "quantile_disc")
 
@@ -48,13 +50,13 @@ def quantile_ctes(plan: CellPlan, cells: str) -> list[tuple[str, exp.Query]]:
     groups = plan.groups
     first_block = f"CAST(FLOOR((x.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     pool = (
-        exp.select(
+        _select(
             *plan.g("s"),
             _f('x."descending" AS side'),
             _f('x."value" AS v'),
             _f("LEAST(x.hi_rank, s.m) - x.lo_rank + 1 AS cnt"),
         )
-        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
+        .from_(_alias(_cte("sel"), "s", table=True), copy=False)
         .join(
             plan.bounds("x"),
             on=_f(f'x.group_id = s.gid AND x."block" = {first_block} AND x.lo_rank <= s.m'),
@@ -63,31 +65,35 @@ def quantile_ctes(plan: CellPlan, cells: str) -> list[tuple[str, exp.Query]]:
     )
     part = ", ".join([*(f"p.{g}" for g in groups), "p.side"])
     running = f"OVER (PARTITION BY {part} ORDER BY p.v ROWS UNBOUNDED PRECEDING)"
-    pos = exp.select(
+    running_pos = _select(
         *plan.g("p"),
         _f("p.side"),
         _f("p.v"),
         _f("p.cnt"),
         _f(f"SUM(p.cnt) {running} AS upto"),
         _f(f"SUM(p.cnt) OVER (PARTITION BY {part}) AS total"),
-    ).from_(exp.alias_(_cte("qpool"), "p", table=True), copy=False)
+    ).from_(_alias(_cte("qpool"), "p", table=True), copy=False)
+    items = quantile_items(plan)
+    ranks = [f"{sql} AS {name}" for j, item in items for name, sql in _ranks(item, j)]
+    pos = _select(_f("p.*"), *[_f(r) for r in ranks]).from_(
+        exp.Subquery(this=running_pos, alias=exp.TableAlias(this=exp.to_identifier("p"))),
+        copy=False,
+    )
     bounds: list[exp.Expr] = []
     for j, item in quantile_items(plan):
-        low, high = _bounds(item)
-        bounds += [exp.alias_(_f(low), f"q{j}_low"), exp.alias_(_f(high), f"q{j}_high")]
-    quant = exp.select(*plan.g("p"), *bounds).from_(
-        exp.alias_(_cte("qpos"), "p", table=True), copy=False
-    )
+        low, high = _bounds(item, j)
+        bounds += [_alias(_f(low), f"q{j}_low"), _alias(_f(high), f"q{j}_high")]
+    quant = _select(*plan.g("p"), *bounds).from_(_alias(_cte("qpos"), "p", table=True), copy=False)
     if groups:
         quant = quant.group_by(*plan.g("p"), copy=False)
     same = [exp.NullSafeEQ(this=_f(f"q.{g}"), expression=_f(f"c.{g}")) for g in groups]
     on = exp.and_(*same) if same else exp.true()
     names = [f"q.q{j}_{side}" for j, _ in quantile_items(plan) for side in ("low", "high")]
     cellq = (
-        exp.select(_f("c.*"), *[_f(n) for n in names])
-        .from_(exp.alias_(_cte(cells), "c", table=True), copy=False)
+        _select(_f("c.*"), *[_f(n) for n in names])
+        .from_(_alias(_cte(cells), "c", table=True), copy=False)
         .join(
-            exp.alias_(_cte("quant"), "q", table=True),
+            _alias(_cte("quant"), "q", table=True),
             on=on,
             join_type="LEFT",
             copy=False,
@@ -114,25 +120,47 @@ def _at(rank: str, side: str) -> str:
     return f"MIN(CASE WHEN {side} AND p.upto - p.cnt < {rank} AND {rank} <= p.upto THEN p.v END)"
 
 
-def _bounds(item: AggregateItem) -> tuple[str, str]:
-    """SQL of the quantile over the low pool (NOT p.side) and over the high pool."""
+def _variants(item: AggregateItem) -> tuple[str, str]:
+    """q as DECIMAL (DuckDB's arithmetic) and as DOUBLE (PostgreSQL's)."""
     q = float(item.fraction if item.fraction is not None else 0.5)
-    dec = f"CAST({format(Decimal(repr(q)), 'f')} AS DECIMAL(38, 18))"
-    dbl = f"CAST({q!r} AS DOUBLE)"
+    return f"CAST({format(Decimal(repr(q)), 'f')} AS DECIMAL(38, 18))", f"CAST({q!r} AS DOUBLE)"
+
+
+def _ranks(item: AggregateItem, j: int) -> list[tuple[str, str]]:
+    """Per pool row, the ranks quantile ``j`` reads (they depend on the output group's
+    pool size only): for quantile_disc the least and greatest of the two engines'
+    ceil(qN); for quantile_cont each engine's h = q(N - 1) and its ranks floor(h) + 1
+    and ceil(h) + 1. Named ``r<j>_*``; computed once per row here, so the bounds'
+    SQL reads short column names."""
+    dec, dbl = _variants(item)
     if item.func == "quantile_disc":
         at = [f"CEIL({x} * p.total)" for x in (dec, dbl)]
-        least, greatest = f"GREATEST(1, LEAST({at[0]}, {at[1]}))", f"GREATEST(1, {at[0]}, {at[1]})"
-        return _at(least, "NOT p.side"), _at(greatest, "p.side")
+        return [
+            (f"r{j}_lo", f"GREATEST(1, LEAST({at[0]}, {at[1]}))"),
+            (f"r{j}_hi", f"GREATEST(1, {at[0]}, {at[1]})"),
+        ]
+    found = []
+    for name, x in (("d", dec), ("f", dbl)):
+        h = f"({x} * (p.total - 1))"
+        found += [(f"r{j}_{name}h", h), (f"r{j}_{name}1", f"FLOOR({h}) + 1")]
+        found.append((f"r{j}_{name}2", f"CEIL({h}) + 1"))
+    return found
+
+
+def _bounds(item: AggregateItem, j: int) -> tuple[str, str]:
+    """SQL of the quantile over the low pool (NOT p.side) and over the high pool."""
+    if item.func == "quantile_disc":
+        return _at(f"p.r{j}_lo", "NOT p.side"), _at(f"p.r{j}_hi", "p.side")
     # quantile_cont as each engine computes it (h in DECIMAL, h in DOUBLE), the least
     # of the two on the low pool and the greatest on the high pool
-    variants = [f"({x} * (p.total - 1))" for x in (dec, dbl)]
 
-    def value(h: str, side: str) -> str:
-        x = f"CAST({_at(f'FLOOR({h}) + 1', side)} AS DOUBLE)"
-        y = f"CAST({_at(f'CEIL({h}) + 1', side)} AS DOUBLE)"
+    def value(name: str, side: str) -> str:
+        x = f"CAST({_at(f'p.r{j}_{name}1', side)} AS DOUBLE)"
+        y = f"CAST({_at(f'p.r{j}_{name}2', side)} AS DOUBLE)"
+        h = f"p.r{j}_{name}h"
         frac = f"CAST(MAX({h}) - FLOOR(MAX({h})) AS DOUBLE)"  # one h per output group
         return f"{x} + ({y} - {x}) * {frac}"
 
-    low = "LEAST(" + ", ".join(value(h, "NOT p.side") for h in variants) + ")"
-    high = "GREATEST(" + ", ".join(value(h, "p.side") for h in variants) + ")"
+    low = "LEAST(" + ", ".join(value(n, "NOT p.side") for n in ("d", "f")) + ")"
+    high = "GREATEST(" + ", ".join(value(n, "p.side") for n in ("d", "f")) + ")"
     return low, high

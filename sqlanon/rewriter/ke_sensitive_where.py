@@ -29,9 +29,11 @@ from sqlglot import exp
 
 from sqlanon.models.ke_bounds import BLOCK
 from sqlanon.rewriter.ke_cells import CellPlan
+from sqlanon.rewriter.sqlbuild import alias as _alias
 from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
+from sqlanon.rewriter.sqlbuild import select as _select
 
 # Per cell ``c`` and satisfying run ``x`` (ascending satisfying ranks x.s1..x.s2, of c.c
 # in its group): the run's descending ranks, and how many of its values fall in the
@@ -68,11 +70,23 @@ _MEASURES = {
     "max_est": f"MAX(CASE WHEN {_holds('c.er', _D1, _D2)} AND c.hi >= 1 THEN x.v END)",
 }
 
-#: The runs a cell's measures read: those holding a rank up to hi, or rank er.
-_NEEDED = (
-    f"x.gid = c.gid AND (x.s1 <= c.hi OR {_D1} <= c.hi "
-    f"OR {_holds('c.er', 'x.s1', 'x.s2')} OR {_holds('c.er', _D1, _D2)})"
-)
+#: The measures each aggregate reads (AVG reads the pools of :func:`_avg_candidates`).
+_READS = {
+    "sum": ("sum_lo", "sum_hi"),
+    "min": ("min_any", "min_forced", "max_any", "min_est"),
+    "max": ("max_any", "max_forced", "min_any", "max_est"),
+}
+
+#: The runs a cell's measures read: those holding a rank up to hi, or rank er (MIN and
+#: MAX estimates only).
+_NEEDED = f"x.gid = c.gid AND (x.s1 <= c.hi OR {_D1} <= c.hi"
+_NEEDED_ER = f" OR {_holds('c.er', 'x.s1', 'x.s2')} OR {_holds('c.er', _D1, _D2)}"
+
+
+def _measures(plan: CellPlan) -> list[str]:
+    """The measures of :data:`_MEASURES` the query's aggregates read."""
+    read = {m for func in plan.funcs for m in _READS.get(func, ())}
+    return [m for m in _MEASURES if m in read]
 
 
 def _window(
@@ -119,7 +133,8 @@ def predicate_cells(
     """
     matches = _on_runs(s_pred, plan.sensitive)
     key = _col("t", plan.query.release.key_column)
-    hit = exp.select("g.gid").from_(exp.alias_(_cte("grp"), "g", table=True)).where("g.c > 0")
+    hit = _select(_f("g.gid")).from_(_alias(_cte("grp"), "g", table=True))
+    hit = hit.where(_f("g.c > 0"), copy=False)
     ctes: list[tuple[str, exp.Query]] = [
         ("grp", _group_matches(plan, matches)),
         ("sel", sel.where(exp.In(this=key, query=exp.Subquery(this=hit)), copy=False)),
@@ -130,7 +145,7 @@ def predicate_cells(
     cellv, carried = _cell_values(plan)
     ctes += [("sat", _satisfying(plan, matches)), ("cellv", cellv)]
     if "avg" in plan.funcs:
-        ctes += _avg_candidates(plan, [*carried, *_MEASURES])
+        ctes += _avg_candidates(plan, [*carried, *_measures(plan)])
     return ctes
 
 
@@ -152,7 +167,7 @@ def _runs(plan: CellPlan) -> exp.Select:
     ranks: keep the one of the block of its first rank)."""
     first_block = f"CAST(FLOOR((b.lo_rank - 1) / {float(BLOCK)}) AS INTEGER)"
     return (
-        exp.select()
+        _select()
         .from_(plan.bounds("b"), copy=False)
         .where(_f(f'NOT b."descending" AND b."block" = {first_block}'), copy=False)
     )
@@ -160,19 +175,27 @@ def _runs(plan: CellPlan) -> exp.Select:
 
 def _group_matches(plan: CellPlan, matches: exp.Expr) -> exp.Select:
     """Per release group: n values, c satisfying S's condition, ssum the sum of those
-    (0 when none); from the runs, ghost slots included as in the release."""
+    (0 when none), base the satisfying values of the groups before it (by id); from the
+    runs, ghost slots included as in the release."""
     length = _f("b.hi_rank - b.lo_rank + 1")
     hit = exp.Case(ifs=[exp.If(this=matches.copy(), true=length)], default=_f("0"))
     total = exp.Case(
         ifs=[exp.If(this=matches.copy(), true=_f('(b.hi_rank - b.lo_rank + 1) * b."value"'))]
+    )
+    before = _window(
+        exp.Sum(this=exp.Sum(this=hit.copy())),
+        [],
+        [exp.Ordered(this=_f("b.group_id"))],
+        running=True,
     )
     return (
         _runs(plan)
         .select(
             _f("b.group_id AS gid"),
             _f("MAX(b.n) AS n"),
-            exp.alias_(exp.Sum(this=hit), "c"),
-            exp.alias_(exp.func("COALESCE", exp.Sum(this=total), _f("0")), "ssum"),
+            _alias(exp.Sum(this=hit), "c"),
+            _alias(exp.func("COALESCE", exp.Sum(this=total), _f("0")), "ssum"),
+            _alias(exp.Sub(this=before, expression=exp.Sum(this=hit.copy())), "base"),
             copy=False,
         )
         .group_by(_f("b.group_id"), copy=False)
@@ -187,61 +210,68 @@ def _cell_ranges(plan: CellPlan) -> exp.Select:
     columns += [_f("g.n"), _f("g.c"), _f("g.ssum")]
     for m in plan.counts.values():
         suffix = _suffix(m)
-        columns.append(exp.alias_(_f(_clamp0(f"s.{m} + g.c - g.n")), f"lo{suffix}"))
-        columns.append(
-            exp.alias_(_f(f"CASE WHEN s.{m} < g.c THEN s.{m} ELSE g.c END"), f"hi{suffix}")
-        )
+        columns.append(_alias(_f(_clamp0(f"s.{m} + g.c - g.n")), f"lo{suffix}"))
+        columns.append(_alias(_f(f"CASE WHEN s.{m} < g.c THEN s.{m} ELSE g.c END"), f"hi{suffix}"))
     # Expected rank of the minimum of E[j] = m*c/n draws out of c: floor((c+1)/(E[j]+1))
     # = floor((c+1)*n / (m*c+n)); integers on both sides keep the floor exact.
     columns.append(
-        exp.alias_(
+        _alias(
             _f("CAST(FLOOR(CAST((g.c + 1) * g.n AS DOUBLE) / (s.m * g.c + g.n)) AS BIGINT)"), "er"
         )
     )
     return (
-        exp.select(*columns)
-        .from_(exp.alias_(_cte("sel"), "s", table=True), copy=False)
-        .join(exp.alias_(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
+        _select(*columns)
+        .from_(_alias(_cte("sel"), "s", table=True), copy=False)
+        .join(_alias(_cte("grp"), "g", table=True), on=_f("g.gid = s.gid"), copy=False)
     )
 
 
 def _satisfying(plan: CellPlan, matches: exp.Expr) -> exp.Select:
     """Every run of satisfying values: its value and its satisfying ranks s1..s2
-    (ascending; a running sum of run lengths, runs ordered by rank)."""
+    (ascending; a running sum of run lengths, runs ordered by rank). One running sum over
+    every group (ordered by group, then rank) less the group's ``base``: a window
+    partitioned by group sorts hundreds of small partitions, several times slower."""
     length = "(b.hi_rank - b.lo_rank + 1)"
-    last = _window(
-        _f(f"SUM({length})"), [_f("b.group_id")], [exp.Ordered(this=_f("b.lo_rank"))], running=True
+    running = _window(
+        _f(f"SUM({length})"),
+        [],
+        [exp.Ordered(this=_f("b.group_id")), exp.Ordered(this=_f("b.lo_rank"))],
+        running=True,
     )
+    last = exp.Sub(this=running, expression=_f("g.base"))
     return (
         _runs(plan)
         .select(
             _f("b.group_id AS gid"),
             _f('b."value" AS v'),
-            exp.alias_(exp.Sub(this=last.copy(), expression=_f(f"({length} - 1)")), "s1"),
-            exp.alias_(last, "s2"),
+            _alias(exp.Sub(this=last.copy(), expression=_f(f"({length} - 1)")), "s1"),
+            _alias(last, "s2"),
             copy=False,
         )
+        .join(_alias(_cte("grp"), "g", table=True), on=_f("g.gid = b.group_id"), copy=False)
         .where(matches, copy=False)  # its last use: the others are copies
     )
 
 
 def _cell_values(plan: CellPlan) -> tuple[exp.Select, list[str]]:
-    """Per cell: the columns of ``cell`` and :data:`_MEASURES`; with the names of the
-    columns carried from ``cell``."""
+    """Per cell: the columns of ``cell`` and the :data:`_MEASURES` the aggregates read;
+    with the names of the columns carried from ``cell``."""
     carried = [*plan.g("c"), _f("c.gid"), *[_f(f"c.{m}") for m in plan.counts.values()]]
     carried += [_f(x) for x in ("c.n", "c.c", "c.ssum", "c.er")]
     for m in plan.counts.values():
         suffix = _suffix(m)
         carried += [_f(f"c.lo{suffix}"), _f(f"c.hi{suffix}")]
-    cellv = (
-        exp.select(*carried, *[exp.alias_(_f(sql), name) for name, sql in _MEASURES.items()])
-        .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
-        .join(
-            exp.alias_(_cte("sat"), "x", table=True), on=_f(_NEEDED), join_type="LEFT", copy=False
-        )
-        .group_by(*[c.copy() for c in carried], copy=False)
+    names = [c.alias_or_name for c in carried]
+    measures = _measures(plan)
+    cellv = _select(*carried, *[_alias(_f(_MEASURES[m]), m) for m in measures])
+    cellv = cellv.from_(_alias(_cte("cell"), "c", table=True), copy=False)
+    if not measures:  # AVG and COUNT only: the cells as they are
+        return cellv, names
+    needed = _NEEDED + (_NEEDED_ER if plan.funcs & {"min", "max"} else "") + ")"
+    cellv = cellv.join(
+        _alias(_cte("sat"), "x", table=True), on=_f(needed), join_type="LEFT", copy=False
     )
-    return cellv, [c.alias_or_name for c in carried]
+    return cellv.group_by(*[c.copy() for c in carried], copy=False), names
 
 
 def _avg_candidates(plan: CellPlan, cellv_columns: list[str]) -> list[tuple[str, exp.Query]]:
@@ -263,9 +293,9 @@ def _avg_candidates(plan: CellPlan, cellv_columns: list[str]) -> list[tuple[str,
         ("hi", (_DOWN_FORCED, _DOWN_OPTIONAL), True),
     ):
         branches = [
-            exp.select(*plan.g("c"), _f("x.v"), _f(f"{k} AS k"), _f(f"{count} AS cnt"))
-            .from_(exp.alias_(_cte("cell"), "c", table=True), copy=False)
-            .join(exp.alias_(_cte("sat"), "x", table=True), on=_f("x.gid = c.gid"), copy=False)
+            _select(*plan.g("c"), _f("x.v"), _f(f"{k} AS k"), _f(f"{count} AS cnt"))
+            .from_(_alias(_cte("cell"), "c", table=True), copy=False)
+            .join(_alias(_cte("sat"), "x", table=True), on=_f("x.gid = c.gid"), copy=False)
             .where(_f(f"{count} > 0"), copy=False)
             for k, count in enumerate(counts)
         ]
@@ -283,26 +313,26 @@ def _avg_candidates(plan: CellPlan, cellv_columns: list[str]) -> list[tuple[str,
                 )
             ]
         )
-        cum = exp.select(*plan.g("p"), exp.alias_(ratio, f"avg_{side}")).from_(
-            exp.alias_(_cte(f"pool_{side}"), "p", table=True), copy=False
+        cum = _select(*plan.g("p"), _alias(ratio, f"avg_{side}")).from_(
+            _alias(_cte(f"pool_{side}"), "p", table=True), copy=False
         )
         ctes += [(f"pool_{side}", pool), (f"ratio_{side}", cum)]
 
     measure_names = cellv_columns[len(plan.groups) :]
     null = exp.cast(exp.Null(), "DOUBLE")
-    union: exp.Query = exp.select(
+    union: exp.Query = _select(
         *plan.g("v"),
         *[exp.column(n, table="v") for n in measure_names],
-        exp.alias_(null.copy(), "avg_lo"),
-        exp.alias_(null.copy(), "avg_hi"),
-    ).from_(exp.alias_(_cte("cellv"), "v", table=True), copy=False)
+        _alias(null.copy(), "avg_lo"),
+        _alias(null.copy(), "avg_hi"),
+    ).from_(_alias(_cte("cellv"), "v", table=True), copy=False)
     for side in ("lo", "hi"):
-        branch = exp.select(
+        branch = _select(
             *plan.g("r"),
-            *[exp.alias_(exp.Null(), n) for n in measure_names],
-            _f("r.avg_lo") if side == "lo" else exp.alias_(null.copy(), "avg_lo"),
-            _f("r.avg_hi") if side == "hi" else exp.alias_(null.copy(), "avg_hi"),
-        ).from_(exp.alias_(_cte(f"ratio_{side}"), "r", table=True), copy=False)
+            *[_alias(exp.Null(), n) for n in measure_names],
+            _f("r.avg_lo") if side == "lo" else _alias(null.copy(), "avg_lo"),
+            _f("r.avg_hi") if side == "hi" else _alias(null.copy(), "avg_hi"),
+        ).from_(_alias(_cte(f"ratio_{side}"), "r", table=True), copy=False)
         union = exp.union(union, branch, distinct=False)
     assert isinstance(union, exp.Union)
     return [*ctes, ("parts", union)]

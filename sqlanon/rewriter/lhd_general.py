@@ -44,7 +44,7 @@ from sqlanon.rewriter.shape import (
     atom_column,
     key_name,
 )
-from sqlanon.rewriter.sqlbuild import CTE_PREFIX
+from sqlanon.rewriter.sqlbuild import CTE_PREFIX, with_cte
 from sqlanon.rewriter.sqlbuild import column as _col
 from sqlanon.rewriter.sqlbuild import cte as _cte
 from sqlanon.rewriter.sqlbuild import fragment as _f
@@ -129,7 +129,7 @@ def _final(
         final = final.group_by(*[exp.column(k, table="c") for k in keys], copy=False)
         final = final.having(_f("SUM(CASE WHEN c.wmay THEN 1 ELSE 0 END) > 0"), copy=False)
     for name, body in ctes:
-        final = final.with_(CTE_PREFIX + name, as_=body, copy=False)
+        final = with_cte(final, CTE_PREFIX + name, body)
     return final
 
 

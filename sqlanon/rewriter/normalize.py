@@ -215,7 +215,7 @@ class _Select:
                     "are not intervals)"
                 )
             self._atom(exp.Count(this=exp.Star()))  # a0: whether the group may exist
-        check_output_names((i.name, i.is_value) for i in self.items)
+        check_output_names(((i.name, i.is_value) for i in self.items), bare=False)
         having = select.args.get("having")
         self.having = self._lift(self._aliased(having.this)) if having is not None else None
         self.hidden: list[Item] = []

@@ -28,6 +28,23 @@ def fragment(text: str) -> exp.Expr:
     return _parsed(text).copy()
 
 
+def alias(node: exp.Expr, name: str, table: bool = False, quoted: bool | None = None) -> exp.Expr:
+    """``node AS name``, ``node`` taken as it is (sqlglot's ``alias_`` copies it first:
+    the builders pass fresh trees, and copying them was a third of a rewrite)."""
+    return exp.alias_(node, name, table=table, quoted=quoted, copy=False)
+
+
+def select(*nodes: exp.Expr) -> exp.Select:
+    """``SELECT nodes``, the nodes taken as they are (fresh trees; see :func:`alias`)."""
+    return exp.select(*nodes, copy=False)
+
+
+def with_cte(final: exp.Select, name: str, body: exp.Expr) -> exp.Select:
+    """``final`` with the CTE ``name AS (body)`` appended (a name given as a string would
+    be parsed)."""
+    return final.with_(exp.TableAlias(this=exp.to_identifier(name)), as_=body, copy=False)
+
+
 def cte(name: str) -> exp.Table:
     return exp.table_(CTE_PREFIX + name)
 
@@ -68,7 +85,7 @@ def finish(final: exp.Select, query: Query, ctes: Sequence[tuple[str, exp.Expr]]
     if query.limit is not None:
         final = final.limit(query.limit, copy=False)
     for name, body in ctes:
-        final = final.with_(CTE_PREFIX + name, as_=body, copy=False)
+        final = with_cte(final, CTE_PREFIX + name, body)
     return final
 
 
