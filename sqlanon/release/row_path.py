@@ -18,7 +18,7 @@ from sqlanon.errors import ConfigError
 from sqlanon.models import ke_shuffle
 from sqlanon.release.pipeline import Job, Planned, Read, with_ghosts
 from sqlanon.session import Session
-from sqlanon.state import domains, live
+from sqlanon.state import domains, live, spans
 from sqlanon.state.source import INTEGER, JOINABLE
 
 
@@ -157,15 +157,16 @@ def load_members(
 
 def write_members(session: Session, family: str, version: int, *, ghosts: bool = False) -> None:
     """Store ``_sqlanon_members`` (:func:`load_members`) in ``sqlanon.members`` as this
-    version of ``family``, then drop it. Records with a group are 'published', records
+    version of ``family`` (as changes: :mod:`sqlanon.state.spans`), then drop it. Records with a group are 'published', records
     with a cell but no group 'suppressed', the others 'held_back'. With ``ghosts``, the
     ghosts of ``_sqlanon_ghost_members`` too (and ``_sqlanon_ghost_values`` is dropped)."""
-    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
+    session.execute(sqltext.load(session.dialect, "write_members"))
     session.execute("DROP TABLE _sqlanon_members")
     if ghosts:
-        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
+        session.execute(sqltext.load(session.dialect, "write_ghost_members"))
         session.execute("DROP TABLE _sqlanon_ghost_members")
         session.execute("DROP TABLE _sqlanon_ghost_values")
+    spans.store_members(session, family, version)
 
 
 def joinable_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str]:
