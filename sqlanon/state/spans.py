@@ -25,6 +25,16 @@ def open_version(session: Session, family: str, version: int) -> None:
     session.execute(sqltext.load(session.dialect, "state_version"), [family, version])
 
 
+def stable_cell_ids(session: Session, earlier: tuple[str, int] | None) -> None:
+    """Give the cells of ``_sqlanon_state`` the ids of the same cells in ``earlier`` (the
+    domain's latest release: family, version; None: there is none), new ids to the
+    others (``stable_cell_ids.sql``); :func:`store_cells` renames ``_sqlanon_cells``'
+    alike. Without it every record's state would change at every release."""
+    family, version = earlier if earlier is not None else (None, None)
+    session.execute(sqltext.load(session.dialect, "stable_cell_ids"), [family, version])
+    session.execute(sqltext.load(session.dialect, "stable_cell_ids_apply"))
+
+
 def store_members(session: Session, family: str, version: int) -> None:
     """Store ``_sqlanon_state`` (every record of this version: ``write_members.sql`` or
     ``ke_engine_members.sql``, then ``write_ghost_members.sql``) as this version of
@@ -35,10 +45,14 @@ def store_members(session: Session, family: str, version: int) -> None:
     session.execute("DROP TABLE _sqlanon_state")
 
 
-def store_cells(session: Session, family: str, version: int) -> None:
+def store_cells(session: Session, family: str, version: int, *, renamed: bool = True) -> None:
     """Store ``_sqlanon_cells`` (cell_id, attribute, min_distinct, min_spread: every
     cell's requirement after this version) as this version of ``family``'s cells, as
-    changes; drops ``_sqlanon_cells``."""
+    changes, under the ids :func:`stable_cell_ids` gave (``renamed``); drops
+    ``_sqlanon_cells`` and the ids."""
+    if renamed:
+        session.execute(sqltext.load(session.dialect, "stable_cell_ids_cells"))
+        session.execute("DROP TABLE _sqlanon_cell_ids")
     open_version(session, family, version)
     for statement in sqltext.statements(sqltext.load(session.dialect, "write_cell_spans")):
         session.execute(statement, [family, version])
