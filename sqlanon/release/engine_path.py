@@ -135,7 +135,9 @@ def write_state(
     session.execute(render_sql(session, "ke_engine_members", **matches))
     if ghosts:
         session.execute(sqltext.load(session.dialect, "write_ghost_members"))
-    spans.stable_cell_ids(session, scope.last and (scope.last.family, scope.last.version))
+    spans.stable_cell_ids(
+        session, None if scope.last is None else (scope.last.family, scope.last.version)
+    )
     spans.store_members(session, family, version)
     for attribute in scope.attributes:
         session.execute(

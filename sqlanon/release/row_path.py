@@ -95,7 +95,7 @@ def write_state(session: Session, job: Job, read: RowsRead, planned: Planned) ->
         session, scope.name, job.src, job.key, join_keys, key_type, celled,
         celled & (planned.prior.cell[:n] < 0), scope.before, scope.attributes,
     )  # fmt: skip
-    last = scope.last and (scope.last.family, scope.last.version)
+    last = None if scope.last is None else (scope.last.family, scope.last.version)
     write_members(session, job.family, job.version, last, ghosts=read.ghosts.count > 0)
     domains.write_cells(session, job.family, job.version, cells)
 
@@ -166,9 +166,10 @@ def write_members(
 ) -> None:
     """Store ``_sqlanon_members`` (:func:`load_members`) in ``sqlanon.members`` as this
     version of ``family`` (as changes: :mod:`sqlanon.state.spans`; cells keep their ids
-    in ``last``, the domain's latest release), then drop it. Records with a group are 'published', records
-    with a cell but no group 'suppressed', the others 'held_back'. With ``ghosts``, the
-    ghosts of ``_sqlanon_ghost_members`` too (and ``_sqlanon_ghost_values`` is dropped)."""
+    in ``last``, the domain's latest release), then drop it. Records with a group are
+    'published', records with a cell but no group 'suppressed', the others 'held_back'.
+    With ``ghosts``, the ghosts of ``_sqlanon_ghost_members`` too (and
+    ``_sqlanon_ghost_values`` is dropped)."""
     session.execute(sqltext.load(session.dialect, "write_members"))
     session.execute("DROP TABLE _sqlanon_members")
     if ghosts:
