@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         "(issue 27's other half). Spans grow with the records whose state changed: with "
         "e = 10 the incremental planner keeps the groups, with e = 100 it merges most "
         "of them (most records change group), and the spans grow almost as fast as the "
-        "rows per version did.",
+        "rows per version did. Release seconds: one run each, on a machine shared with "
+        "other jobs: compare the rows and bytes, not the times.",
         "",
     ]
     for label, run in runs:
