@@ -138,7 +138,9 @@ def drop_family(conn: Any, family: str) -> None:
     conn.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(family)))
     conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(f"{family}_v1")))
     conn.execute(sql.SQL("DROP TABLE sqlanon.{}").format(sql.Identifier(f"{family}_v1_bounds")))
-    conn.execute("DELETE FROM sqlanon.members WHERE family = %s", [family])
+    conn.execute("DELETE FROM sqlanon.member_spans WHERE family = %s", [family])
+    conn.execute("DELETE FROM sqlanon.cell_spans WHERE family = %s", [family])
+    conn.execute("DELETE FROM sqlanon.state_versions WHERE family = %s", [family])
     conn.execute("DELETE FROM sqlanon.releases WHERE family = %s", [family])
 
 

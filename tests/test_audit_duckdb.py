@@ -51,11 +51,13 @@ def add_release(
             seq,
         ],
     )
-    rows = [(family, version, str(k), g, "published") for k, g in groups.items()]
-    rows += [(family, version, str(k), None, "held_back") for k in held_back]
+    # the state of this version alone (migration 011: spans over the versions they hold in)
+    con.execute("INSERT INTO sqlanon.state_versions VALUES (?, ?)", [family, version])
+    rows = [(family, str(k), version, version, g, "published") for k, g in groups.items()]
+    rows += [(family, str(k), version, version, None, "held_back") for k in held_back]
     con.executemany(
-        "INSERT INTO sqlanon.members (family, version, record_key, group_id, status, row_hash)"
-        " VALUES (?, ?, ?, ?, ?, 0)",
+        "INSERT INTO sqlanon.member_spans (family, record_key, first_version, last_version, "
+        "group_id, status, row_hash) VALUES (?, ?, ?, ?, ?, ?, 0)",
         rows,
     )
 
@@ -190,7 +192,7 @@ def test_errors_name_the_problem(con: duckdb.DuckDBPyConnection) -> None:
         sqlanon.audit(con, "src_l")
     # A ghost without its kept value.
     con.execute(
-        "UPDATE sqlanon.members SET record_key = 'ghost:2', ghost = true WHERE record_key = '2'"
+        "UPDATE sqlanon.member_spans SET record_key = 'ghost:2', ghost = true WHERE record_key = '2'"
     )
     with pytest.raises(ConfigError, match=r"1 ghost\(s\) .* have no kept value of 'v'"):
         sqlanon.audit(con, "src_l")
@@ -219,7 +221,7 @@ def test_paper_policy_leaks_and_the_audit_finds_it(tmp_path: Path) -> None:
 def ghost(con: duckdb.DuckDBPyConnection, key: str, ghost_id: str, values: dict[str, Any]) -> None:
     """Make ``key`` a ghost in the catalog rows, as a release of a live table does."""
     con.execute(
-        "UPDATE sqlanon.members SET record_key = ?, ghost = true, row_hash = 0 "
+        "UPDATE sqlanon.member_spans SET record_key = ?, ghost = true, row_hash = 0 "
         "WHERE record_key = ?",
         [ghost_id, key],
     )
@@ -248,7 +250,7 @@ def test_the_chain_counter_example_is_caught_by_the_chain_check(tmp_path: Path) 
     add_release(
         con, "f", 2, "ke", ke("v", 2, 1), {"ghost:a": 0, "ghost:b": 0, 3: 0, 1: 1, 2: 1}, seq=2
     )
-    con.execute("UPDATE sqlanon.members SET ghost = true WHERE record_key LIKE 'ghost:%'")
+    con.execute("UPDATE sqlanon.member_spans SET ghost = true WHERE record_key LIKE 'ghost:%'")
     v1, v2 = sqlanon.audit(con, "f", records=True)
     assert [v1[c] for c in COUNTS] == [0] * 6
     assert [v2[c] for c in COUNTS] == [5, 5, 0, 0, 0, 5]

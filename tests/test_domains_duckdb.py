@@ -12,6 +12,7 @@ import pytest
 
 import sqlanon
 from sqlanon.errors import ConcurrentReleaseError, ConfigError, InfeasibleError, UnsafeReleaseError
+from tests.test_state_spans import to_layout_before_011
 
 
 @pytest.fixture
@@ -195,6 +196,7 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
     ).fetchall()
     cells = con.execute("SELECT * FROM sqlanon.cells ORDER BY ALL").fetchall()
     # back to the layout before 005: no domain, family-level cells, no cells table rows
+    to_layout_before_011(con)
     con.execute("DROP INDEX sqlanon.releases_domain_seq")
     for column in ("domain", "seq"):
         con.execute(f"ALTER TABLE sqlanon.releases DROP COLUMN {column}")
@@ -221,6 +223,7 @@ def test_migration_005_replays_older_catalogs(tmp_path: Path) -> None:
         "006_domain_seq_unique",
         "007_live_tables",
         "008_query_limits",
+        "011_member_spans",
     ]
     # 007 keeps the published records' values from the source, for ghosts to come
     assert con.execute("SELECT count(*) FROM sqlanon.kept_values").fetchone() == (200,)

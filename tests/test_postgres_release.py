@@ -214,7 +214,7 @@ def test_the_audit_reads_ghosts_back_as_their_type(people: Any, column_type: str
 
 # The fingerprint releases stored before hashtextextended: the first 64 bits of md5.
 LEGACY_FINGERPRINTS = (
-    "UPDATE sqlanon.members AS m SET row_hash = CAST(CAST('x' || substr(md5(CAST(ROW(p.age,"
+    "UPDATE sqlanon.member_spans AS m SET row_hash = CAST(CAST('x' || substr(md5(CAST(ROW(p.age,"
     " p.sex, p.salary) AS text)), 1, 16) AS bit(64)) AS bigint) FROM people AS p"
     " WHERE m.record_key = CAST(p.id AS text)"
 )

@@ -53,7 +53,8 @@ def spark_rows(spark: Any, sql: str) -> list[tuple[Any, ...]]:
 
 def state(spark: Any) -> dict[str, Any]:
     """What a release may write: catalog rows, release tables and views."""
-    names = ("releases", "members", "cells", "kept_values", "links", "pending")
+    names = ("releases", "member_spans", "cell_spans", "state_versions", "kept_values", "links")
+    names += ("pending",)
     row = spark.sql(
         "SELECT " + ", ".join(f"(SELECT count(*) FROM sqlanon.{t})" for t in names)
     ).collect()[0]
@@ -285,8 +286,8 @@ def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark
     dead._tx = Transaction.begin(dead)  # as transaction() begins; it never ends
     dead.execute("CREATE TABLE `lab_ke_v1` USING parquet AS SELECT 1 AS x")
     dead.execute(
-        "INSERT INTO sqlanon.members (family, version, record_key, status) "
-        "VALUES ('lab_ke', 1, '4000', 'held_back')"
+        "INSERT INTO sqlanon.member_spans (family, record_key, first_version, status) "
+        "VALUES ('lab_ke', '4000', 1, 'held_back')"
     )
     assert state(spark) != before
     summary = sqlanon.release_ke(spark, '"clinic"."Lab"', "lab_ke", **KE)

@@ -18,7 +18,7 @@ from sqlanon import sqltext
 from sqlanon.models.cells import Cells
 from sqlanon.release.pipeline import J, Job, Steps, Written, run
 from sqlanon.session import Session
-from sqlanon.state import domains, live
+from sqlanon.state import domains, live, spans
 from sqlanon.state.source import render_sql
 
 #: PostgreSQL settings for the statements of one release, only until it ends: memory
@@ -148,9 +148,13 @@ def write_state(
     of records new to a cell (each constrained attribute read as ``columns[a]``) and
     every cell's requirement as this version."""
     family, version, scope = job.family, job.version, job.scope
-    session.execute(render_sql(session, "ke_engine_members", **matches), [family, version])
+    session.execute(render_sql(session, "ke_engine_members", **matches))
     if ghosts:
-        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
+        session.execute(sqltext.load(session.dialect, "write_ghost_members"))
+    spans.stable_cell_ids(
+        session, None if scope.last is None else (scope.last.family, scope.last.version)
+    )
+    spans.store_members(session, family, version)
     for attribute in scope.attributes:
         session.execute(
             render_sql(

@@ -18,7 +18,7 @@ from sqlanon.errors import ConfigError
 from sqlanon.models import ke_shuffle
 from sqlanon.release.pipeline import Job, Planned, Read, with_ghosts
 from sqlanon.session import Session
-from sqlanon.state import domains, live
+from sqlanon.state import domains, live, spans
 from sqlanon.state.source import INTEGER, JOINABLE
 
 
@@ -95,7 +95,8 @@ def write_state(session: Session, job: Job, read: RowsRead, planned: Planned) ->
         session, scope.name, job.src, job.key, join_keys, key_type, celled,
         celled & (planned.prior.cell[:n] < 0), scope.before, scope.attributes,
     )  # fmt: skip
-    write_members(session, job.family, job.version, ghosts=read.ghosts.count > 0)
+    last = None if scope.last is None else (scope.last.family, scope.last.version)
+    write_members(session, job.family, job.version, last, ghosts=read.ghosts.count > 0)
     domains.write_cells(session, job.family, job.version, cells)
 
 
@@ -155,17 +156,28 @@ def load_members(
     )
 
 
-def write_members(session: Session, family: str, version: int, *, ghosts: bool = False) -> None:
+def write_members(
+    session: Session,
+    family: str,
+    version: int,
+    last: tuple[str, int] | None,
+    *,
+    ghosts: bool = False,
+) -> None:
     """Store ``_sqlanon_members`` (:func:`load_members`) in ``sqlanon.members`` as this
-    version of ``family``, then drop it. Records with a group are 'published', records
-    with a cell but no group 'suppressed', the others 'held_back'. With ``ghosts``, the
-    ghosts of ``_sqlanon_ghost_members`` too (and ``_sqlanon_ghost_values`` is dropped)."""
-    session.execute(sqltext.load(session.dialect, "write_members"), [family, version])
+    version of ``family`` (as changes: :mod:`sqlanon.state.spans`; cells keep their ids
+    in ``last``, the domain's latest release), then drop it. Records with a group are
+    'published', records with a cell but no group 'suppressed', the others 'held_back'.
+    With ``ghosts``, the ghosts of ``_sqlanon_ghost_members`` too (and
+    ``_sqlanon_ghost_values`` is dropped)."""
+    session.execute(sqltext.load(session.dialect, "write_members"))
     session.execute("DROP TABLE _sqlanon_members")
     if ghosts:
-        session.execute(sqltext.load(session.dialect, "write_ghost_members"), [family, version])
+        session.execute(sqltext.load(session.dialect, "write_ghost_members"))
         session.execute("DROP TABLE _sqlanon_ghost_members")
         session.execute("DROP TABLE _sqlanon_ghost_values")
+    spans.stable_cell_ids(session, last)
+    spans.store_members(session, family, version)
 
 
 def joinable_keys(keys: np.ndarray, key_type: str) -> tuple[np.ndarray, str]:

@@ -82,6 +82,7 @@ def install(spark: Any) -> list[str]:
     try:
         attach(session)
         applied = migrations.migrate(session)
+        attach_state_views(session)
         attach_releases(session)
         return applied
     finally:
@@ -143,6 +144,26 @@ def attach(session: SparkSqlSession) -> list[str]:
             continue
         attached.append(name)
     return attached
+
+
+_STATE_VIEW = re.compile(r"^CREATE VIEW sqlanon\.([a-z_]+) AS", re.IGNORECASE)
+
+
+def attach_state_views(session: SparkSqlSession) -> list[str]:
+    """The views ``sqlanon.members`` and ``sqlanon.cells`` over the spans (migration
+    011), created again when the catalog does not know them: Spark's in-memory catalog
+    forgets views when the application ends (a Hive metastore keeps them)."""
+    spark = session.spark
+    if not spark.catalog.tableExists("sqlanon.member_spans"):
+        return []
+    created = []
+    for _name, text in sqltext.migrations("spark"):
+        for statement in sqltext.statements(text):
+            found = _STATE_VIEW.match(statement)
+            if found and not spark.catalog.tableExists(f"sqlanon.{found.group(1)}"):
+                spark.sql(statement).collect()
+                created.append(found.group(1))
+    return created
 
 
 def attach_releases(session: SparkSqlSession) -> list[str]:

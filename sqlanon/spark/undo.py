@@ -117,8 +117,9 @@ def _qualified(spark: Any, name: str) -> str:
 CATALOG_TABLES = (
     "migrations",
     "releases",
-    "members",
-    "cells",
+    "member_spans",
+    "cell_spans",
+    "state_versions",
     "kept_values",
     "links",
     "hierarchies",

@@ -44,7 +44,7 @@ from sqlanon import sqltext
 from sqlanon.errors import ConfigError, UnsafeReleaseError
 from sqlanon.models.cells import Cells, Requirement
 from sqlanon.session import Session
-from sqlanon.state import catalog
+from sqlanon.state import catalog, spans
 
 if TYPE_CHECKING:
     from sqlanon.state.source import Source
@@ -229,10 +229,15 @@ def read_cells(session: Session, last: catalog.Release | None, raw_cell: np.ndar
     return Cells(cell, names, distinct, spread)
 
 
-def write_cells(session: Session, family: str, version: int, cells: Cells) -> None:
-    """Store every cell's requirement (the non-zero entries) as this release's."""
+def write_cells(
+    session: Session, family: str, version: int, cells: Cells, *, before_spans: bool = False
+) -> None:
+    """Store every cell's requirement (the non-zero entries) as this release's, as
+    changes (:mod:`sqlanon.state.spans`). ``before_spans``: into the ``sqlanon.cells``
+    table that migration 011 turned into a view (migration 005's data step runs on the
+    catalog as it was then)."""
     at, column = np.nonzero((cells.distinct > 0) | (cells.spread > 0))
-    if at.size == 0:
+    if at.size == 0 and before_spans:
         return
     session.load_temp(
         "_sqlanon_cells",
@@ -249,6 +254,9 @@ def write_cells(session: Session, family: str, version: int, cells: Cells) -> No
             "min_spread": "DOUBLE PRECISION",
         },
     )
+    if not before_spans:
+        spans.store_cells(session, family, version)
+        return
     session.execute(
         "INSERT INTO sqlanon.cells (family, version, cell_id, attribute, min_distinct, "
         "min_spread) SELECT $1, $2, cell_id, attribute, min_distinct, min_spread "
@@ -363,7 +371,7 @@ def rebuild(session: Session) -> None:
                 sqltext.load(session.dialect, "domain_rebuild_members"), [family, version]
             )
             session.execute("DROP TABLE _sqlanon_cells_of")
-            write_cells(session, family, version, cells)
+            write_cells(session, family, version, cells, before_spans=True)
             session.execute(
                 "UPDATE sqlanon.releases SET domain = $1, seq = $2, "
                 "parameters = CAST($3 AS JSON) WHERE family = $4 AND version = $5",

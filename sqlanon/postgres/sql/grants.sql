@@ -10,7 +10,8 @@
 --                    only, and SELECT on each release table, family view and bounds
 --                    table, granted by the release that creates them, and SELECT on
 --                    sqlanon.query_limits (the owner's bounds on queries). Nothing else:
---                    no source, no sqlanon.members, no sqlanon.releases, no hierarchy tables
+--                    no source, no sqlanon.members (nor its spans), no sqlanon.releases,
+--                    no hierarchy tables
 --                    (lHD releases' hierarchies only through release_hierarchies).
 --
 -- Roles belong to the cluster, not the database: another database's install may create
@@ -39,11 +40,13 @@ GRANT USAGE ON SCHEMA sqlanon_bounds TO sqlanon_owner, sqlanon_analyst;
 GRANT CREATE ON SCHEMA sqlanon_bounds TO sqlanon_owner;
 
 REVOKE ALL ON ALL TABLES IN SCHEMA sqlanon FROM PUBLIC;
-GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.members, sqlanon.cells,
-    sqlanon.kept_values, sqlanon.links,
+GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.member_spans, sqlanon.cell_spans,
+    sqlanon.state_versions, sqlanon.kept_values, sqlanon.links,
     sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
-GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths, sqlanon.members,
-    sqlanon.kept_values, sqlanon.links TO sqlanon_owner;
+GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths, sqlanon.member_spans,
+    sqlanon.cell_spans, sqlanon.kept_values, sqlanon.links TO sqlanon_owner;
+-- The state as of each version (migration 011): views over the spans, read only.
+GRANT SELECT ON sqlanon.members, sqlanon.cells TO sqlanon_owner;
 -- The bounds on analyst queries: the owner sets them, analysts' rewrites read them.
 GRANT SELECT, INSERT, UPDATE, DELETE ON sqlanon.query_limits TO sqlanon_owner;
 GRANT SELECT ON sqlanon.query_limits TO sqlanon_analyst;

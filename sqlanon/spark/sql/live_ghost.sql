@@ -3,16 +3,16 @@
 -- and brings them back on an undo). The records of _sqlanon_ghosting (record_key ->
 -- ghost_id) become ghosts in every release of domain $1: the key replaced everywhere
 -- in the catalog, the fingerprints dropped; kept values and chain links follow the id.
-INSERT OVERWRITE sqlanon.members
-SELECT m.family, m.version,
+INSERT OVERWRITE sqlanon.member_spans
+SELECT m.family,
        CASE WHEN f.family IS NOT NULL AND g.ghost_id IS NOT NULL THEN g.ghost_id
             ELSE m.record_key END,
-       m.group_id, m.cell_id, m.status,
+       m.first_version, m.last_version, m.group_id, m.cell_id, m.status,
        CASE WHEN f.family IS NOT NULL AND g.ghost_id IS NOT NULL THEN 0 ELSE m.row_hash END,
        CASE WHEN f.family IS NOT NULL AND g.ghost_id IS NOT NULL THEN NULL
             ELSE m.value_hash END,
        CASE WHEN f.family IS NOT NULL AND g.ghost_id IS NOT NULL THEN true ELSE m.ghost END
-FROM sqlanon.members AS m
+FROM sqlanon.member_spans AS m
 LEFT JOIN _sqlanon_ghosting AS g ON g.record_key = m.record_key
 LEFT JOIN (SELECT DISTINCT family FROM sqlanon.releases WHERE domain = $1) AS f
   ON f.family = m.family;
