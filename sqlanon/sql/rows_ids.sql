@@ -1,13 +1,25 @@
--- Each new group's published id: a kept group keeps its current id (its rows stay), any
--- other takes a fresh one above every id the family's rows (current and history) hold, in the plan's order.
+-- Each new group's published id: a kept group keeps its current id (its rows stay); any
+-- other keeps the plan's id (so that its records' state changes only where their group
+-- did), unless a kept group holds that id, in which case it takes a fresh one above every
+-- id the family's rows (current and history) and the plan hold.
 CREATE TEMP TABLE _sqlanon_group_ids AS
+WITH free AS (
+    SELECT g.group_id, g.group_id IN (SELECT old_id FROM _sqlanon_pairs) AS taken
+    FROM _sqlanon_new_groups AS g
+    WHERE g.group_id NOT IN (SELECT new_id FROM _sqlanon_pairs)
+), highest AS (
+    SELECT coalesce(max(a.g), -1) AS id
+    FROM (SELECT t.{group} AS g FROM {rows} AS t
+          UNION ALL SELECT t.{group} FROM {history} AS t
+          UNION ALL SELECT group_id FROM _sqlanon_new_groups) AS a
+)
 SELECT p.new_id, p.old_id AS final_id, true AS kept
 FROM _sqlanon_pairs AS p
 UNION ALL
-SELECT g.group_id, CAST(h.highest + row_number() OVER (ORDER BY g.group_id) AS INTEGER), false
-FROM _sqlanon_new_groups AS g
-CROSS JOIN (
-    SELECT coalesce(max(a.g), -1) AS highest
-    FROM (SELECT t.{group} AS g FROM {rows} AS t UNION ALL SELECT t.{group} FROM {history} AS t) AS a
-) AS h
-WHERE g.group_id NOT IN (SELECT new_id FROM _sqlanon_pairs)
+SELECT f.group_id,
+       CASE WHEN f.taken
+            THEN CAST(h.id + row_number() OVER (PARTITION BY f.taken ORDER BY f.group_id) AS INTEGER)
+            ELSE f.group_id END,
+       false
+FROM free AS f
+CROSS JOIN highest AS h

@@ -19,8 +19,8 @@ quasi-identifiers (and ghost flags) and the multiset of its sensitive values (wh
 shows which value is drawn at random, so the pairing is not content); for lHD the
 multiset of its rows. Matching is by size and fingerprints, then checked row for row
 (``rows_unequal.sql``), so a hash collision can only cost a copy, never a wrong row.
-Every other group of the version gets a fresh id above every id the family used, its
-rows join the current ones, and the current rows of groups the version does not keep
+Every other group of the version keeps the plan's id (a fresh one above every id the
+family used when a kept group holds it), its rows join the current ones, and the current rows of groups the version does not keep
 move to the history. Ids are renumbered before the private state is written (members,
 bounds), so the state names the ids the release shows.
 

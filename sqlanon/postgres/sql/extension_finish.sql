@@ -48,7 +48,8 @@ if _bounds_schema.nrows():
     plpy.execute("ALTER EXTENSION sqlanon DROP SCHEMA sqlanon_bounds")
 for _row in _members:
     if _row["relkind"] == "v":
-        plpy.execute("ALTER EXTENSION sqlanon DROP VIEW " + _row["name"])
+        if not _row["name"].startswith("sqlanon."):  # a version's view, not the catalog's
+            plpy.execute("ALTER EXTENSION sqlanon DROP VIEW " + _row["name"])
     elif _row["relname"].endswith(("_bounds", "__rows", "__history")):
         plpy.execute("ALTER EXTENSION sqlanon DROP TABLE " + _row["name"])
     elif _row["relname"] != "migrations":
