@@ -20,9 +20,10 @@ shows which value is drawn at random, so the pairing is not content); for lHD th
 multiset of its rows. Matching is by size and fingerprints, then checked row for row
 (``rows_unequal.sql``), so a hash collision can only cost a copy, never a wrong row.
 Every other group of the version keeps the plan's id (a fresh one above every id the
-family used when a kept group holds it), its rows join the current ones, and the current rows of groups the version does not keep
-move to the history. Ids are renumbered before the private state is written (members,
-bounds), so the state names the ids the release shows.
+family used when a kept group holds it), its rows join the current ones, and the
+current rows of groups the version does not keep move to the history. Ids are
+renumbered before the private state is written (members, bounds), so the state names
+the ids the release shows.
 
 **Why keeping is as safe as drawing again.** A kept group's rows pair its values with
 its rows by a permutation drawn, independently of the data, when the group was first
