@@ -13,7 +13,7 @@ version, as before issue 27: ``release_rows.SHARED`` emptied for that run), each
 its own file with the same changes. Last, an analyst's query on the newest version's
 view beside the same query on a table copy of it: medians of ``--runs`` alternated runs.
 
-    .venv/bin/python bench/incremental.py [--model ke|lhd] [--rows 1000000] [--weeks 8]
+    .venv/bin/python bench/incremental.py [--model ke|lhd] [--e 20] [--rows 1000000] [--weeks 8]
         [--layouts shared,tables]
 """
 
@@ -59,13 +59,15 @@ def week(con: duckdb.DuckDBPyConnection, n: int, w: int, next_id: int) -> int:
     return next_id + n // 100
 
 
-def release(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any]:
+def release(con: duckdb.DuckDBPyConnection, model: str, e: float) -> dict[str, Any]:
     if model == "lhd":
         return sqlanon.release_lhd(con, "t", "fam", **LHD)
-    return sqlanon.release_ke(con, "t", "fam", **RELEASE)
+    return sqlanon.release_ke(con, "t", "fam", **{**RELEASE, "e": e})
 
 
-def run(n: int, weeks: int, layout: str, path: Path, runs: int, model: str) -> dict[str, Any]:
+def run(
+    n: int, weeks: int, layout: str, path: Path, runs: int, model: str, e: float
+) -> dict[str, Any]:
     saved = release_rows.SHARED
     if layout == "tables":
         release_rows.SHARED = frozenset()
@@ -83,7 +85,7 @@ def run(n: int, weeks: int, layout: str, path: Path, runs: int, model: str) -> d
                 next_id = week(con, n, v, next_id)
             before = size(con, path)
             start = time.perf_counter()
-            summary = release(con, model)
+            summary = release(con, model, e)
             seconds = time.perf_counter() - start
             after = size(con, path)
             rows = (
@@ -127,9 +129,11 @@ def _query_ratio(con: duckdb.DuckDBPyConnection, version: int, runs: int) -> dic
     }
 
 
-def section(n: int, weeks: int, results: list[dict[str, Any]], runs: int, model: str) -> str:
+def section(
+    n: int, weeks: int, results: list[dict[str, Any]], runs: int, model: str, e: float
+) -> str:
     family = (
-        "(k,e) k=5, e=20 (quasi age, zip, sex)"
+        f"(k,e) k=5, e={e:g} (quasi age, zip, sex)"
         if model == "ke"
         else "lHD l=3 (quasi age, zip by widths 5/10/20/40 and 1,000/10,000/50,000; "
         "max_suppression 1.0)"
@@ -144,8 +148,9 @@ def section(n: int, weeks: int, results: list[dict[str, Any]], runs: int, model:
         "a changed age. One run per layout on its own file, the same changes; times are one "
         "release each (the machine is shared: read the curve, not one point). *Added*: file "
         "bytes after the release minus before (`CHECKPOINT`ed), the first release's counted "
-        "from the file with the source alone. *Shared*: versions are views of one rows table "
-        "(issue 27); *tables*: a table per version (before). Target (issue 27): a later "
+        "from the file with the source alone. *Shared*: versions are views of the family's "
+        "current rows and history (issue 27); *tables*: a table per version (before); the "
+        "private state is stored as changes in both (migration 011). Target (issue 27): a later "
         "release <= 0.2x the first's time and <= 0.1x its bytes added; the file at v52 <= 2x "
         "the file at v1.",
         "",
@@ -188,22 +193,24 @@ def main() -> None:
     parser.add_argument("--layouts", default="shared,tables")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", choices=["ke", "lhd"], default="ke")
+    parser.add_argument("--e", type=float, default=20.0, help="(k,e): e")
     parser.add_argument("--no-report", action="store_true")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for layout in args.layouts.split(","):
             path = Path(tmp) / f"{layout}.duckdb"
-            result = run(args.rows, args.weeks, layout, path, args.runs, args.model)
+            result = run(args.rows, args.weeks, layout, path, args.runs, args.model, args.e)
             results.append(result)
             print(
                 layout,
                 [(v["version"], round(v["seconds"], 2), v["added"]) for v in result["versions"]],
             )
-    markdown = section(args.rows, args.weeks, results, args.runs, args.model)
+    markdown = section(args.rows, args.weeks, results, args.runs, args.model, args.e)
     print(markdown)
     if not args.no_report:
-        print("wrote", report.replace_section(f"incremental-{args.model}", markdown))
+        name = f"incremental-{args.model}" + (f"-e{args.e:g}" if args.model == "ke" else "")
+        print("wrote", report.replace_section(name, markdown))
 
 
 if __name__ == "__main__":
