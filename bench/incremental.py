@@ -5,13 +5,14 @@ The synthetic table of ``bench/ke_release.py`` (``--rows`` n), in a DuckDB file;
 ``sqlanon.release_ke(..., k=5, e=20)`` once, then ``--weeks`` more versions, each after
 a week's change: +1% inserted rows, 0.2% deleted, 0.2% with a changed quasi-identifier
 (age + 1). Per version: the release's wall time, the file's size after ``CHECKPOINT``
-and what the version added to it, rows in the family's rows table and in
-``sqlanon.members``. *Later / first*: a version's time over the first release's, its
-bytes added over the bytes the first release added (the file after it minus the file
-with the source alone). *Layouts*: ``shared`` (this sqlanon), ``tables`` (a table per
-version, as before issue 27: ``release_rows.SHARED`` emptied for that run), each run on
-its own file with the same changes. Last, an analyst's query on the newest version's
-view beside the same query on a table copy of it: medians of ``--runs`` alternated runs.
+and what the version added to it, rows in the family's rows tables (current and
+history) and the members' spans stored (``sqlanon.member_spans``, migration 011).
+*Later / first*: a version's time over the first release's, its bytes added over the
+bytes the first release added (the file after it minus the file with the source alone).
+*Layouts*: ``shared`` (this sqlanon), ``tables`` (a table per version, as before issue
+27: ``release_rows.SHARED`` emptied for that run), each run on its own file with the
+same changes. Last, an analyst's query on the newest version's view beside the same
+query on a table copy of it: medians of ``--runs`` alternated runs.
 
     .venv/bin/python bench/incremental.py [--model ke|lhd] [--e 20] [--rows 1000000] [--weeks 8]
         [--layouts shared,tables]
@@ -96,7 +97,7 @@ def run(
                 if layout == "shared"
                 else None
             )
-            members = con.execute("SELECT count(*) FROM sqlanon.members").fetchone()[0]
+            members = con.execute("SELECT count(*) FROM sqlanon.member_spans").fetchone()[0]
             versions.append({
                 "version": v, "seconds": seconds, "bytes": after,
                 "added": after - (empty if v == 1 else before), "rows": rows,
@@ -155,7 +156,7 @@ def section(
         "the file at v1.",
         "",
         "| layout | version | release s | later / first time | file MiB | added MiB "
-        "| added / first added | rows table | members rows |",
+        "| added / first added | rows stored (current + history) | member spans stored |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
