@@ -220,8 +220,7 @@ class Steps(Generic[J, R]):
       tables), with the ghost rows the release will show;
     - ``newly_published``: whether a record the family's last version did not publish
       is published now;
-    - ``write_table``: the release table (and, on the row path, the (k,e) bounds
-      table); returns the rows it reports written;
+    - ``write_table``: the release table; returns the rows it reports written;
     - ``write_state``: the private state: members, kept values, cells (and the (k,e)
       bounds table);
     - ``plan_tables``: the temporary tables that hold the plan's group ids (column
