@@ -336,6 +336,13 @@ def _write_state(session: Session, job: KeJob, read: CountsRead, planned: Planne
     )
 
 
+def _overlap(session: Session, job: KeJob, read: CountsRead) -> None:
+    """``_sqlanon_overlap``: per planned group and group of the family's last version,
+    the records they share (ghosts left out: a few)."""
+    plan_match = _matches(session, read)["plan_match"]
+    session.execute(render_sql(session, "rows_overlap", plan_match=plan_match))
+
+
 STEPS: Steps[KeJob, CountsRead] = Steps(
     read=_read,
     plan=plan_ke,
@@ -344,4 +351,5 @@ STEPS: Steps[KeJob, CountsRead] = Steps(
     write_table=_write_table,
     write_state=_write_state,
     plan_tables=plan_in("_sqlanon_plan", "_sqlanon_runs"),
+    overlap=_overlap,
 )

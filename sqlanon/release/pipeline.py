@@ -225,7 +225,10 @@ class Steps(Generic[J, R]):
       bounds table);
     - ``plan_tables``: the temporary tables that hold the plan's group ids (column
       ``group_id``) between ``write_table`` and ``write_state``, which
-      :func:`sqlanon.state.release_rows.keep` renumbers to the ids the release shows.
+      :func:`sqlanon.state.release_rows.keep` renumbers to the ids the release shows;
+    - ``overlap``: counts, per planned group and group of the family's last version,
+      the records they share (``_sqlanon_overlap``), so that a group may continue one
+      (:mod:`sqlanon.state.continued_rows`); None: no group continues.
     """
 
     read: Callable[[Session, J], R | None]
@@ -235,6 +238,7 @@ class Steps(Generic[J, R]):
     write_table: Callable[[Session, J, R, Planned], int]
     write_state: Callable[[Session, J, R, Planned], None]
     plan_tables: Callable[[R], Sequence[str]] = lambda read: ()
+    overlap: Callable[[Session, J, R], None] | None = None
 
 
 def plan_in(*tables: str) -> Callable[[Read], list[str]]:
@@ -270,7 +274,12 @@ def run(session: Session, job: J, steps: Steps[J, R]) -> Written | None:
         steps.write_state(session, job, read, planned)
         return Written(planned, changes.as_metrics())
     staged = job.staged(session)
-    group = release_rows.keep(session, staged, steps.plan_tables(read), planned.group)
+    overlap = steps.overlap is not None and job.last is not None
+    if steps.overlap is not None and overlap:
+        steps.overlap(session, job, read)
+    group = release_rows.keep(
+        session, staged, steps.plan_tables(read), planned.group, overlap=overlap
+    )
     planned = replace(planned, group=group)
     steps.write_state(session, job, read, planned)
     release_rows.store(session, staged)

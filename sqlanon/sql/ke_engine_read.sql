@@ -4,6 +4,6 @@
 -- attributes the domain keeps), kept in a temporary table that the plan is joined to.
 -- No row leaves the database: the planner reads sqlanon/sql/ke_engine_counts.sql.
 CREATE TEMP TABLE _sqlanon_read AS
-SELECT r.record_value, r.s, r.row_hash, r.value_hash, r.domain_cell, r.known, r.changed,
+SELECT r.record_value, r.s, r.row_hash, r.value_hash, r.domain_cell, r.known, r.changed, r.prev_group,
        r.published_before, r.value_changed, {carried}
 FROM (

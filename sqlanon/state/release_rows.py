@@ -54,7 +54,7 @@ import numpy as np
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.session import Session
-from sqlanon.state import catalog
+from sqlanon.state import catalog, continued_rows
 from sqlanon.state.source import (
     BOUNDS_SCHEMAS,
     current_schema,
@@ -133,11 +133,20 @@ def columns_of(session: Session, schema: str, name: str) -> list[str]:
     ]
 
 
-def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarray) -> np.ndarray:
+def keep(
+    session: Session,
+    staged: Staged,
+    temp: Sequence[str],
+    group: np.ndarray,
+    overlap: bool = False,
+) -> np.ndarray:
     """Match the staging table's groups with the family's current ones and give each
-    its published id (kept: the current group's; else fresh); renumber the staging table
-    and the temporary tables ``temp`` (plan ids in column ``group_id``). Returns
-    ``group`` (plan ids per planned row, -1: left out) in published ids."""
+    its published id (kept or continued: the current group's; else the plan's or a
+    fresh one); renumber the staging table and the temporary tables ``temp`` (plan ids
+    in column ``group_id``). ``overlap``: the path counted where its groups' records
+    come from (``_sqlanon_overlap``), so a group may continue one
+    (:mod:`sqlanon.state.continued_rows`). Returns ``group`` (plan ids per planned row,
+    -1: left out) in published ids."""
     if staged.version == 1:
         return group
     q = session.quote_ident
@@ -157,6 +166,7 @@ def keep(session: Session, staged: Staged, temp: Sequence[str], group: np.ndarra
     session.execute(sqltext.load(session.dialect, "rows_pairs"))
     for cols in dict.fromkeys([who, what]):  # lHD: one multiset
         session.execute(render_sql(session, "rows_unequal", cols=cols, **names))
+    continued_rows.choose(session, overlap)
     session.execute(render_sql(session, "rows_ids", **names))
     session.execute(render_sql(session, "rows_remap", table=staged.table, group=q(staged.group)))
     for table in temp:
@@ -205,6 +215,12 @@ def store(session: Session, staged: Staged) -> None:
         session.execute(render_sql(session, "rows_history", rows=rows, history=history))
     else:
         columns = ", ".join(q(c) for c in present)
+        if staged.group == "group_id":
+            (what,) = staged.what
+            continued_rows.write(
+                session, rows, history, staged.table, [q(c) for c in present],
+                q(staged.group), q(what), staged.version,
+            )  # fmt: skip
         for statement in sqltext.statements(
             render_sql(session, "rows_move", columns=columns, group=q(staged.group), **names)
         ):
@@ -229,6 +245,7 @@ def store(session: Session, staged: Staged) -> None:
         for table in ("_sqlanon_new_groups", "_sqlanon_open_groups", "_sqlanon_pairs"):
             session.execute(f"DROP TABLE {table}")
         session.execute("DROP TABLE _sqlanon_group_ids")
+        continued_rows.drop(session)
 
 
 def _pick(names: dict[str, str], *keys: str) -> dict[str, str]:

@@ -1,0 +1,110 @@
+"""A (k,e) group that continues: the rows it shares with the group it continues stay, and
+only what changed is written (issue 27).
+
+:mod:`sqlanon.state.release_rows` keeps a group whose content is unchanged whole. Most
+groups of a later version change a little: a few records enter, leave or change their
+quasi-identifiers. Such a group **continues** the current group most of its records come
+from (and to which most of that group's records go: each other's largest share, one to
+one, ``rows_continued.sql``), and keeps that group's id. Its rows are then written as the
+difference between the two, per group (``rows_continue.sql``):
+
+1. a current row stays while the version has as many rows with its quasi-identifiers
+   (which rows of one tuple stay is drawn at random; they differ only in value);
+2. a value the version shows fewer times must leave: first from the rows that did not
+   stay (their values are freed), the rest from staying rows holding it, at random
+   (*forced*: the row stays in the group but gives up its value);
+3. the rows left without a value (the version's new tuples and the forced rows) take,
+   in a random pairing, the freed values not leaving and the values the version shows
+   more often.
+
+The version's rows of the group are then exactly its quasi-identifier multiset and its
+value multiset, and a change of a few records writes a few rows: at most the
+difference between the two quasi-identifier multisets plus the difference between the
+two value multisets.
+
+**Why this is as safe as a fresh shuffle.** Nothing above reads which record holds which
+value: its inputs are the rows the family showed (which the attacker holds), the group's
+new multisets (which the version shows) and random draws. So the rows a version shows
+are independent of the true pairing given what every version publishes anyway (the
+multisets of each group), as a fresh uniform shuffle is; ``tests/test_continued_rows.py``
+checks that the written rows do not depend on how the release paired the group. What a
+reader learns from the difference between two versions (which rows were closed, which
+appended, which row's value changed) is a function of the two versions, which the
+attacker holds. What must never happen, and does not: giving an entering record its own
+value (the difference would then show it).
+
+The row path of (k,e) and lHD continue no group: a group they do not keep whole is
+written whole, as before.
+"""
+
+from __future__ import annotations
+
+from sqlanon import sqltext
+from sqlanon.errors import SqlanonError
+from sqlanon.session import Session
+from sqlanon.state.source import render_sql
+
+#: The temporary tables of a continued write, dropped when the version is stored.
+TEMP = (
+    "_sqlanon_overlap",
+    "_sqlanon_continued",
+    "_sqlanon_diff",
+    "_sqlanon_values",
+    "_sqlanon_forced",
+    "_sqlanon_unassigned",
+)
+
+
+def choose(session: Session, overlap: bool) -> None:
+    """``_sqlanon_continued`` (new plan id, current id): the groups that continue one,
+    from ``_sqlanon_overlap`` when the path counted it (``overlap``), else none."""
+    name = "rows_continued" if overlap else "rows_continued_none"
+    session.execute(sqltext.load(session.dialect, name))
+
+
+def write(
+    session: Session,
+    rows: str,
+    history: str,
+    staging: str,
+    columns: list[str],
+    group: str,
+    what: str,
+    version: int,
+) -> None:
+    """The continued groups' rows of version ``version``: the differences to ``rows``
+    (current; unmatched and forced rows to ``history``) from ``staging`` (the release
+    table, in published ids). ``columns`` are the staging table's, ``group`` and
+    ``what`` (the sensitive column) among them, all quoted."""
+    if not session.query("SELECT 1 FROM _sqlanon_group_ids WHERE continued LIMIT 1"):
+        return
+    q = session.quote_ident
+    who = [c for c in columns if c not in (group, what)]
+    fields = {
+        "rows": rows,
+        "history": history,
+        "staging": staging,
+        "group": group,
+        "what": what,
+        "who": ", ".join(who),
+        "who_t": ", ".join(f"{q('t')}.{c}" for c in who),
+        "who_s": ", ".join(f"{q('s')}.{c}" for c in who),
+        "who_u": ", ".join(f"{q('u')}.{c}" for c in who),
+        "columns": ", ".join(columns),
+        "version": sqltext.number(version),
+    }
+    for statement in sqltext.statements(render_sql(session, "rows_continue", **fields)):
+        session.execute(statement)
+    if session.query(sqltext.load(session.dialect, "rows_continue_check"))[0][0]:
+        raise SqlanonError(
+            "sqlanon bug: a continued group's rows and values are out of step; nothing "
+            "was written (please report it)"
+        )
+    for statement in sqltext.statements(render_sql(session, "rows_continue_write", **fields)):
+        session.execute(statement)
+
+
+def drop(session: Session) -> None:
+    """The temporary tables of :func:`choose` and :func:`write` that exist."""
+    for table in TEMP:
+        session.execute(f"DROP TABLE IF EXISTS {table}")
