@@ -6,13 +6,13 @@ INSERT INTO {history} ({columns}, sqlanon_first, sqlanon_last)
 SELECT {columns}, sqlanon_first, {version} - 1
 FROM {rows}
 WHERE {row_id} IN (
-    SELECT sqlanon_row FROM _sqlanon_diff WHERE sqlanon_old AND NOT sqlanon_matched
+    SELECT sqlanon_row FROM _sqlanon_leaving
     UNION ALL
     SELECT sqlanon_row FROM _sqlanon_forced
 );
 DELETE FROM {rows}
 WHERE {row_id} IN (
-    SELECT sqlanon_row FROM _sqlanon_diff WHERE sqlanon_old AND NOT sqlanon_matched
+    SELECT sqlanon_row FROM _sqlanon_leaving
     UNION ALL
     SELECT sqlanon_row FROM _sqlanon_forced
 );

@@ -48,7 +48,9 @@ from sqlanon.state.source import render_sql
 TEMP = (
     "_sqlanon_overlap",
     "_sqlanon_continued",
+    "_sqlanon_tuples",
     "_sqlanon_diff",
+    "_sqlanon_leaving",
     "_sqlanon_values",
     "_sqlanon_forced",
     "_sqlanon_unassigned",
@@ -91,6 +93,7 @@ def write(
         "who_s": ", ".join(f"{q('s')}.{c}" for c in who),
         "who_u": ", ".join(f"{q('u')}.{c}" for c in who),
         "columns": ", ".join(columns),
+        "tuple_match": _tuple_match(session, who),
         "version": sqltext.number(version),
     }
     for statement in sqltext.statements(render_sql(session, "rows_continue", **fields)):
@@ -102,6 +105,22 @@ def write(
         )
     for statement in sqltext.statements(render_sql(session, "rows_continue_write", **fields)):
         session.execute(statement)
+
+
+def _tuple_match(session: Session, who: list[str]) -> sqltext.Match:
+    """Row ``t`` shows tuple ``x`` (NULLs alike). PostgreSQL hashes no ``IS NOT DISTINCT
+    FROM``: an equal fingerprint of the two tuples' text first lets it join by hash."""
+    q = session.quote_ident
+    same = sqltext.match(q("x"), q("t"), who, null_safe=True)
+    if session.dialect != "postgres":
+        return same
+    hashes = [
+        "pg_catalog.hashtextextended(CAST(ROW("
+        + ", ".join(f"{q(side)}.{c}" for c in who)
+        + ") AS text), 0)"
+        for side in ("x", "t")
+    ]
+    return sqltext.Match(f"{hashes[0]} = {hashes[1]} AND {same}")
 
 
 def drop(session: Session) -> None:
