@@ -16,6 +16,11 @@ query on a table copy of it: medians of ``--runs`` alternated runs.
 
     .venv/bin/python bench/incremental.py [--model ke|lhd] [--e 20] [--rows 1000000] [--weeks 8]
         [--layouts shared,tables]
+    .venv/bin/python bench/incremental.py --curve --weeks 51 [--e 10]   # the year's curve
+
+``--curve``: the shared layout alone over ``--weeks`` weekly versions, written as its own
+section (``incremental-curve-<model>``): per version the release time and the file, and
+the file at the last version over the file at v1 (target: <= 2 at v52).
 """
 
 from __future__ import annotations
@@ -187,6 +192,41 @@ def section(
     return "\n".join(lines) + "\n"
 
 
+def curve_section(n: int, result: dict[str, Any], model: str, e: float) -> str:
+    versions = result["versions"]
+    first = versions[0]
+    last = versions[-1]
+    family = f"(k,e) k=5, e={e:g}" if model == "ke" else "lHD l=3"
+    later = [v["seconds"] / first["seconds"] for v in versions[1:]]
+    added = [v["added"] / first["added"] for v in versions[1:]]
+    lines = [
+        f"### A year of weekly versions (DuckDB, {model}, shared rows)",
+        "",
+        f"`bench/incremental.py --curve`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, DuckDB {duckdb.__version__}. {n:,} rows, {family}; version "
+        f"1, then {len(versions) - 1} weekly versions (+1% inserted, 0.2% deleted, 0.2% with "
+        "a changed age). One run; each time is one release on a shared machine. Target (issue "
+        "27): the file at v52 <= 2x the file at v1.",
+        "",
+        f"**File at v{last['version']}: {last['bytes'] / 2**20:.1f} MiB = "
+        f"{last['bytes'] / first['bytes']:.2f}x the file at v1 ({first['bytes'] / 2**20:.1f} "
+        f"MiB).** Later releases: time {statistics.median(later):.2f}x the first's (median; "
+        f"{min(later):.2f}-{max(later):.2f}), bytes added {statistics.median(added):.3f}x the "
+        f"first's (median; {min(added):.3f}-{max(added):.3f}).",
+        "",
+        "| version | release s | later / first time | file MiB | added MiB | added / first added "
+        "| rows stored (current + history) | member spans stored |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for v in versions:
+        lines.append(
+            f"| {v['version']} | {v['seconds']:.2f} | {v['seconds'] / first['seconds']:.2f} "
+            f"| {v['bytes'] / 2**20:.1f} | {v['added'] / 2**20:.1f} "
+            f"| {v['added'] / first['added']:.3f} | {v['rows']:,} | {v['members']:,} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -196,7 +236,17 @@ def main() -> None:
     parser.add_argument("--model", choices=["ke", "lhd"], default="ke")
     parser.add_argument("--e", type=float, default=20.0, help="(k,e): e")
     parser.add_argument("--no-report", action="store_true")
+    parser.add_argument("--curve", action="store_true", help="the shared layout's curve only")
     args = parser.parse_args()
+    if args.curve:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "curve.duckdb"
+            result = run(args.rows, args.weeks, "shared", path, args.runs, args.model, args.e)
+        markdown = curve_section(args.rows, result, args.model, args.e)
+        print(markdown)
+        if not args.no_report:
+            print("wrote", report.replace_section(f"incremental-curve-{args.model}", markdown))
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for layout in args.layouts.split(","):
