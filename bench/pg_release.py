@@ -135,9 +135,18 @@ def timed(conn: Any, query: Any, params: Any = None) -> tuple[float, Any]:
 
 
 def drop_family(conn: Any, family: str) -> None:
+    """A first version's family gone, so the next repetition releases a first version too:
+    its views (the version and its bounds are views since issue 27), its rows, history and
+    bounds tables, and its private state."""
     conn.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(family)))
-    conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(f"{family}_v1")))
-    conn.execute(sql.SQL("DROP TABLE sqlanon.{}").format(sql.Identifier(f"{family}_v1_bounds")))
+    conn.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(f"{family}_v1")))
+    conn.execute(
+        sql.SQL("DROP VIEW sqlanon_bounds.{}").format(sql.Identifier(f"{family}_v1_bounds"))
+    )
+    for table in ("rows", "history", "bounds"):
+        conn.execute(
+            sql.SQL("DROP TABLE sqlanon_bounds.{}").format(sql.Identifier(f"{family}__{table}"))
+        )
     conn.execute("DELETE FROM sqlanon.member_spans WHERE family = %s", [family])
     conn.execute("DELETE FROM sqlanon.cell_spans WHERE family = %s", [family])
     conn.execute("DELETE FROM sqlanon.state_versions WHERE family = %s", [family])

@@ -19,9 +19,12 @@ quasi-identifiers (and ghost flags) and the multiset of its sensitive values (wh
 shows which value is drawn at random, so the pairing is not content); for lHD the
 multiset of its rows. Matching is by size and fingerprints, then checked row for row
 (``rows_unequal.sql``), so a hash collision can only cost a copy, never a wrong row.
-Every other group of the version keeps the plan's id (a fresh one above every id the
-family used when a kept group holds it), its rows join the current ones, and the
-current rows of groups the version does not keep move to the history. Ids are
+A (k,e) group that changed a little *continues* the current group most of its records
+come from: it keeps that group's id and every row it still shows, and only the rows
+that changed are written (:mod:`sqlanon.state.continued_rows`). Every other group of
+the version keeps the plan's id (a fresh one above every id the family used when a kept
+or continued group holds it), its rows join the current ones, and the current rows of
+groups the version neither keeps nor continues move to the history. Ids are
 renumbered before the private state is written (members, bounds), so the state names
 the ids the release shows.
 
