@@ -304,3 +304,40 @@ def test_versions_share_their_rows_and_analysts_read_only_the_views(people: Any)
         " has_table_privilege('sqlanon_analyst', 'sqlanon_bounds.fam__bounds', 'SELECT')"
     ).fetchone()
     assert privileges == (True, True, False, False, False)
+
+
+def test_a_small_change_writes_only_the_rows_it_changes(people: Any) -> None:
+    """Continued groups on PostgreSQL (sqlanon/state/continued_rows.py), client and server
+    side, with NULL quasi-identifiers among the tuples compared: changed ages close the
+    changed records' old rows and append their new ones; no other row is written."""
+    people.execute("UPDATE people SET sex = NULL WHERE mod(id, 4) = 0")
+    client_release(people, "fam")
+    for step, release in enumerate([server_release, client_release], start=1):
+        changed = [10 + step, 30 + step]
+        before = sorted(
+            people.execute("SELECT age, sex FROM people WHERE id = ANY(%s)", [changed]).fetchall(),
+            key=repr,
+        )
+        people.execute("UPDATE people SET age = age + 1 WHERE id = ANY(%s)", [changed])
+        after = sorted(
+            people.execute("SELECT age, sex FROM people WHERE id = ANY(%s)", [changed]).fetchall(),
+            key=repr,
+        )
+        summary = release(people, "fam")
+        assert summary["quasi_changed"] == 2
+        version = step + 1
+        appended = people.execute(
+            "SELECT age, sex FROM sqlanon_bounds.fam__rows WHERE sqlanon_first = %s", [version]
+        ).fetchall()
+        closed = people.execute(
+            "SELECT age, sex FROM sqlanon_bounds.fam__history WHERE sqlanon_last = %s",
+            [version - 1],
+        ).fetchall()
+        assert sorted(appended, key=repr) == after and sorted(closed, key=repr) == before
+        values = (
+            "SELECT group_id, array_agg(salary ORDER BY salary) FROM fam_v{} GROUP BY 1 ORDER BY 1"
+        )
+        assert (
+            people.execute(values.format(version - 1)).fetchall()
+            == people.execute(values.format(version)).fetchall()
+        )
