@@ -108,15 +108,19 @@ def run(
                 "added": after - (empty if v == 1 else before), "rows": rows,
                 "members": members, "published": summary["rows_published"],
             })  # fmt: skip
-        query = _query_ratio(con, weeks + 1, runs)
+        query = query_ratio(con, weeks + 1, runs)
         con.close()
         return {"layout": layout, "model": model, "versions": versions, "query": query}
     finally:
         release_rows.SHARED = saved
 
 
-def _query_ratio(con: duckdb.DuckDBPyConnection, version: int, runs: int) -> dict[str, float]:
+def query_ratio(con: Any, version: int, runs: int, analyze: bool = False) -> dict[str, float]:
+    """:data:`QUERY` on ``fam_v<version>`` beside a table copy of it, alternated on one
+    connection (DuckDB or psycopg; ``analyze``: ANALYZE the copy first, PostgreSQL)."""
     con.execute(f"CREATE TABLE copy AS SELECT * FROM fam_v{version}")  # noqa: S608
+    if analyze:
+        con.execute("ANALYZE copy")
     ratios, on_view, on_table = [], [], []
     for _ in range(runs + 1):
         a = time.perf_counter()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from incremental import QUERY, query_ratio  # noqa: E402
 from ke_release import synthetic  # noqa: E402
 from pg_release import Database  # noqa: E402
 from report import replace_section  # noqa: E402
@@ -42,9 +42,6 @@ SIZE = (
     "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c"
     " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
     " WHERE n.nspname IN ('sqlanon', 'sqlanon_bounds') AND c.relkind IN ('r', 'm')"
-)
-QUERY = (
-    "SELECT sex, SUM(s) AS total, AVG(s) AS mean FROM {} WHERE age BETWEEN 30 AND 60 GROUP BY sex"
 )
 
 
@@ -98,32 +95,11 @@ def run(n: int, weeks: int, e: float, runs: int) -> dict[str, Any]:
                     "version": v, "seconds": seconds, "bytes": after,
                     "added": after - (empty if v == 1 else before), "rows": rows,
                 })  # fmt: skip
-            query = _query_ratio(conn, weeks + 1, runs)
+            query = query_ratio(conn, weeks + 1, runs, analyze=True)
             server = conn.execute("SHOW server_version").fetchone()[0]
     finally:
         db.drop()
     return {"versions": versions, "query": query, "server": server}
-
-
-def _query_ratio(conn: Any, version: int, runs: int) -> dict[str, float]:
-    conn.execute(f"CREATE TABLE copy AS SELECT * FROM fam_v{version}")  # noqa: S608
-    conn.execute("ANALYZE copy")
-    ratios, on_view, on_table = [], [], []
-    for _ in range(runs + 1):
-        a = time.perf_counter()
-        conn.execute(QUERY.format(f"fam_v{version}")).fetchall()
-        b = time.perf_counter()
-        conn.execute(QUERY.format("copy")).fetchall()
-        c = time.perf_counter()
-        on_view.append(b - a)
-        on_table.append(c - b)
-        ratios.append((b - a) / (c - b))
-    conn.execute("DROP TABLE copy")
-    return {  # the first run warms up
-        "view_ms": 1000 * statistics.median(on_view[1:]),
-        "table_ms": 1000 * statistics.median(on_table[1:]),
-        "ratio": statistics.median(ratios[1:]),
-    }
 
 
 def section(n: int, weeks: int, e: float, runs: int, result: dict[str, Any]) -> str:
