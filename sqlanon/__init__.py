@@ -22,6 +22,7 @@ from sqlanon.api import (
     preview,
     release_ke,
     release_lhd,
+    retire,
     rewrite,
     set_limit,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "preview",
     "release_ke",
     "release_lhd",
+    "retire",
     "rewrite",
     "set_limit",
 ]

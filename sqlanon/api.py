@@ -17,6 +17,7 @@ from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.postgres.session import PsycopgSession
 from sqlanon.release import ke_release, lhd_release
 from sqlanon.release import preview as previewing
+from sqlanon.release import retire as retiring
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
@@ -225,6 +226,21 @@ def erase(con: Any, source: str) -> dict[str, Any]:
     with _reported("erase"), session_for(con) as session:
         _require_writable(session, "erase")
         return deletions.erase(session, source)
+
+
+def retire(con: Any, family: str, keep: int) -> dict[str, Any]:
+    """Stop serving every version of ``family`` but its newest ``keep`` (at least 1):
+    their views (and bounds) go, and the rows no served version needs; the private
+    state and catalog rows stay, so later releases and the audit compose with them as
+    before (a version once published stays known). Again with the same ``keep``: no-op.
+    Returns ``{"family", "served", "retired", "history_rows_deleted",
+    "bounds_rows_deleted"}``; see :mod:`sqlanon.release.retire`.
+
+    >>> sqlanon.retire(con, "adult_ke", keep=4)  # doctest: +SKIP
+    """
+    with _reported("retire"), session_for(con) as session:
+        _require_writable(session, "retire")
+        return retiring.retire(session, family, keep)
 
 
 def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[str, Any]:

@@ -27,9 +27,14 @@ def release_catalog(session: Session) -> dict[str, Any]:
 
 
 def _release_rows(session: Session) -> tuple[tuple[Any, ...], ...]:
-    """``(family, version, table_name, model, parameters JSON, metrics JSON)`` of every
-    release, by family and version (the rewriter reads ``ghosts`` from the metrics)."""
-    sql = sqltext.load(session.dialect, "release_rows")
+    """``(family, version, table_name, model, parameters JSON, metrics JSON, retired)``
+    of every release, by family and version (the rewriter reads ``ghosts`` from the
+    metrics). An analyst's export has no ``sqlanon.retirements``: it holds served
+    versions only."""
+    name = "release_rows"
+    if session.dialect == "duckdb" and not relation_exists(session, "sqlanon", "retirements"):
+        name = "release_rows_served"
+    sql = sqltext.load(session.dialect, name)
     rows = [tuple(r) for r in session.query(sql)]
     if session.dialect == "postgres":
         rows = _with_sources(session, rows)

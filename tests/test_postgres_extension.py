@@ -45,6 +45,7 @@ QUERY = "SELECT sex, SUM(salary) AS total, COUNT(*) AS n FROM people_ke GROUP BY
 CATALOG = {
     "sqlanon.cell_spans", "sqlanon.hierarchies", "sqlanon.hierarchy_widths",
     "sqlanon.kept_values", "sqlanon.links", "sqlanon.member_spans", "sqlanon.query_limits",
+    "sqlanon.retirements",
     "sqlanon.releases", "sqlanon.state_versions",
 }  # fmt: skip
 

@@ -398,7 +398,18 @@ def test_owner_releases_and_analyst_reads_only_what_was_published(
         assert rows == [(a["sex"], a["loss_low"], a["loss_high"], a["n"]) for a in answers]
         catalog = analyst.execute("SELECT * FROM sqlanon.release_catalog()").fetchall()
         assert catalog == [
-            ("adult_ke", 1, "adult_ke_v1", "ke", ["age", "sex"], "capital_loss", 0, [], "public")
+            (
+                "adult_ke",
+                1,
+                "adult_ke_v1",
+                "ke",
+                ["age", "sex"],
+                "capital_loss",
+                0,
+                [],
+                "public",
+                False,
+            )
         ]
 
         refused = [

@@ -22,7 +22,7 @@ from sqlanon import intervals, sqltext
 from sqlanon.duckdb import export as exporting
 from sqlanon.duckdb.session import DuckDBSession
 from sqlanon.errors import ConfigError, reported
-from sqlanon.release import ke_release, lhd_release
+from sqlanon.release import ke_release, lhd_release, retire
 from sqlanon.state import catalog, deletions, hierarchies, migrations
 from sqlanon.state.audit_reads import audit_family as audit_of
 
@@ -160,6 +160,11 @@ def _erase(owner: _Owner, source: str) -> dict[str, Any]:
         return deletions.erase(s, source)
 
 
+def _retire(owner: _Owner, family: str, keep: int | None) -> dict[str, Any]:
+    with _session(owner, "retire") as s:
+        return retire.retire(s, family, keep)
+
+
 def _load_hierarchies(owner: _Owner, dataset: str, folder: str | None) -> dict[str, Any]:
     with _session(owner, "load_hierarchies") as s:
         return hierarchies.load_hierarchies(s, dataset, folder)
@@ -254,6 +259,7 @@ def _udf_table() -> list[_Udf]:
             VARCHAR,
         ),
         _Udf("_sqlanon_erase", _erase, [VARCHAR], VARCHAR),
+        _Udf("_sqlanon_retire", _retire, [VARCHAR, BIGINT], VARCHAR),
         _Udf("_sqlanon_load_hierarchies", _load_hierarchies, [VARCHAR, VARCHAR], VARCHAR),
         _Udf(
             "_sqlanon_hierarchy_widths",

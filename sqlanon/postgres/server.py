@@ -19,6 +19,7 @@ from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.postgres.session import PlpySession, serialization_error
 from sqlanon.release import ke_release
 from sqlanon.release.lhd_release import release_lhd
+from sqlanon.release.retire import retire
 from sqlanon.state.audit_reads import audit_family
 from sqlanon.state.deletions import erase
 from sqlanon.state.hierarchies import hierarchy_widths, load_hierarchies
@@ -73,7 +74,10 @@ def _reported(entry: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate
         except (plpy.Error, plpy.SPIError) as exc:  # SPIError: an SQL error, SQLSTATE and all
             state = getattr(exc, "sqlstate", None) or INTERNAL_ERROR
             message = str(exc.args[0]) if exc.args else str(exc)
-            releases = entry.__name__.startswith("server_release") or args[:1] == ("erase",)
+            releases = entry.__name__.startswith("server_release") or args[:1] in (
+                ("erase",),
+                ("retire",),
+            )
             refused = _stale_snapshot(plpy, state) if releases else None
             if refused is not None:
                 state, message = sqlstate_of(refused), str(refused)
@@ -196,12 +200,13 @@ def server_release_lhd(
 @_reported
 def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> str:
     """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``,
-    ``sqlanon.erase``."""
+    ``sqlanon.erase``, ``sqlanon.retire``."""
     verbs: dict[str, Callable[..., Any]] = {
         "load_hierarchies": load_hierarchies,
         "hierarchy_widths": hierarchy_widths,
         "audit": audit_family,
         "erase": erase,
+        "retire": retire,
     }
     session = _in_schema(plpy, schema) if schema is not None else PlpySession(plpy)
     return _json(verbs[verb](session, *args))

@@ -67,12 +67,15 @@ def publish(session: Session, release: catalog.Release, readable: Sequence[str])
     catalog.record_release(session, release)
     # Granted anew with the switch: the first release creates the view there.
     switch.append(render_sql(session, "grant_readers", relations=view))
-    _switch_briefly(session, switch, family, view)
+    doing = f"this release of family {family!r} from switching the view to its new version"
+    run_briefly(session, switch, view, doing)
 
 
-def _switch_briefly(session: WaitsForReaders, switch: list[str], family: str, view: str) -> None:
-    """Run ``switch`` in attempts of growing ``lock_timeout`` with growing pauses
-    between them, until one gets its locks or the budget runs out."""
+def run_briefly(session: WaitsForReaders, switch: list[str], view: str, doing: str) -> None:
+    """Run ``switch`` (statements that lock ``view`` exclusively) in attempts of growing
+    ``lock_timeout`` with growing pauses between them, until one gets its locks or the
+    budget runs out: then :class:`BlockedByReadersError`, saying what the readers kept
+    from being done (``doing``: "<what> from <doing what>")."""
     budget = _budget(session)
     deadline = time.monotonic() + budget
     attempt, pause = FIRST_ATTEMPT, FIRST_PAUSE
@@ -82,7 +85,7 @@ def _switch_briefly(session: WaitsForReaders, switch: list[str], family: str, vi
             return
         left = deadline - time.monotonic()
         if left <= 0:
-            raise _blocked(session, family, view, budget)
+            raise _blocked(session, doing, view, budget)
         # pg_sleep, not time.sleep: in PL/Python a cancel or statement_timeout stops it.
         session.execute("SELECT pg_catalog.pg_sleep($1)", [min(pause, left)])
         attempt, pause = min(2 * attempt, LONGEST_ATTEMPT), min(2 * pause, LONGEST_PAUSE)
@@ -96,7 +99,7 @@ def _budget(session: Session) -> float:
     return int(ms) / 1000 if int(ms) > 0 else WAIT_FOR_READERS
 
 
-def _blocked(session: Session, family: str, view: str, budget: float) -> BlockedByReadersError:
+def _blocked(session: Session, doing: str, view: str, budget: float) -> BlockedByReadersError:
     """What to do about the readers holding ``view``: their server processes and roles
     (never their queries), and the ALTER ROLE commands that bound such transactions."""
     readers = session.query(sqltext.load(session.dialect, "view_readers"), [view])
@@ -108,9 +111,8 @@ def _blocked(session: Session, family: str, view: str, budget: float) -> Blocked
         for setting in ANALYST_SETTINGS
     )
     return BlockedByReadersError(
-        f"open transactions reading view {view}{f' ({held})' if held else ''} kept this "
-        f"release of family {family!r} from switching the view to its new version for "
-        f"{budget:g} s; nothing was written: end them (pg_terminate_backend) or wait for "
-        "them, then run the release again; so that analysts cannot hold a view for long: "
+        f"open transactions reading view {view}{f' ({held})' if held else ''} kept "
+        f"{doing} for {budget:g} s; nothing was written: end them (pg_terminate_backend) "
+        "or wait for them, then run it again; so that analysts cannot hold a view for long: "
         + commands
     )

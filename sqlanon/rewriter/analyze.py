@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter.limits import DEFAULT_LIMITS, QueryLimits, parse_statement
-from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup
+from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup, served
 
 AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count",
@@ -169,7 +169,7 @@ def _release(select: exp.Select, catalog: Catalog) -> tuple[ReleaseInfo, set[str
             f"table {table.sql()} is not a release; only release tables may be queried, "
             "by their unqualified name"
         )
-    info = lookup(catalog, table.name)
+    info = served(lookup(catalog, table.name))
     if info is None:
         known = ", ".join(sorted(catalog)) or "none"
         raise UnsupportedQueryError(

@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from sqlanon.errors import UnsupportedQueryError
 from sqlanon.rewriter import lookup_join
-from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup
+from sqlanon.rewriter.release_info import Catalog, ReleaseInfo, lookup, served
 from sqlanon.rewriter.shape import RELEASE_ALIAS, PublicJoin
 
 #: Node types a per-row expression (WHERE, group key, aggregate argument, ON) may hold;
@@ -147,7 +147,7 @@ def _release(table: exp.Table, ctx: Context) -> Rows:
             f"table {table.sql()} is not a release; only release tables may be queried, "
             "by their unqualified name"
         )
-    info = lookup(ctx.catalog, table.name)
+    info = served(lookup(ctx.catalog, table.name))
     if info is None:
         known = ", ".join(sorted(ctx.catalog)) or "none"
         raise UnsupportedQueryError(

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlanon.errors import ConfigError
+from sqlanon.errors import ConfigError, UnsupportedQueryError
 
 Model = Literal["ke", "lhd"]
 
@@ -77,6 +77,9 @@ class ReleaseInfo:
 
     ``source`` is the private table the release was made from (parameters ``"source"``,
     ``schema.table`` or ``table``): a query may join public data, never that table.
+
+    ``retired``: the owner no longer serves this version (``sqlanon.retire``); a query
+    naming it is refused (:func:`lookup` callers use :func:`served`).
     """
 
     family: str
@@ -91,6 +94,7 @@ class ReleaseInfo:
     schema: str | None = None
     bounds_schema: str = BOUNDS_SCHEMA
     source: str | None = field(default=None, compare=False)
+    retired: bool = False
 
     def __post_init__(self) -> None:
         if self.model not in _KEY_COLUMN:
@@ -160,7 +164,8 @@ def catalog_from_rows(
 ) -> dict[str, ReleaseInfo]:
     """Build the rewriter's catalog from rows of ``sqlanon.releases``.
 
-    Each row is ``(family, version, table_name, model, parameters[, metrics])``;
+    Each row is ``(family, version, table_name, model, parameters[, metrics[,
+    retired]])``;
     ``parameters`` is the JSON text (or an already decoded dict) holding ``"quasi"`` and
     ``"sensitive"``, each a list of column names (a single name is accepted for
     ``"sensitive"``). ``metrics`` (JSON text, dict or NULL) gives ``"ghosts"``, the number
@@ -176,10 +181,10 @@ def catalog_from_rows(
     catalog: dict[str, ReleaseInfo] = {}
     newest: dict[str, ReleaseInfo] = {}
     for row in rows:
-        if len(row) not in (5, 6):
+        if len(row) not in (5, 6, 7):
             raise ConfigError(
-                "a catalog row is (family, version, table_name, model, parameters[, metrics]);"
-                f" got {len(row)} values"
+                "a catalog row is (family, version, table_name, model, parameters[, metrics"
+                f"[, retired]]); got {len(row)} values"
             )
         family, version, table_name, model, parameters = row[:5]
         params = _json_object(parameters, "parameters", table_name)
@@ -197,10 +202,11 @@ def catalog_from_rows(
             sensitive=_names(params["sensitive"], "sensitive", table_name),
             bounds_table=f"{table_name}_bounds" if model == "ke" else None,
             domains=(domains or {}).get(str(table_name)) if model == "lhd" else None,
-            ghosts=_ghosts(row[5] if len(row) == 6 else None, table_name),
+            ghosts=_ghosts(row[5] if len(row) >= 6 else None, table_name),
             schema=params["schema"] if isinstance(params.get("schema"), str) else None,
             bounds_schema=str(params.get("bounds_schema") or BOUNDS_SCHEMA),
             source=str(params["source"]) if params.get("source") else None,
+            retired=bool(row[6]) if len(row) == 7 else False,
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:
@@ -234,6 +240,17 @@ def lookup(catalog: Catalog, name: str) -> ReleaseInfo | None:
     if len({id(info) for info in folded}) == 1:
         return folded[0]
     return None
+
+
+def served(info: ReleaseInfo | None) -> ReleaseInfo | None:
+    """``info`` as :func:`lookup` found it; refused when its version is retired."""
+    if info is not None and info.retired:
+        raise UnsupportedQueryError(
+            f"version {info.version} of family {info.family!r} ({info.table}) is retired: "
+            f"its owner no longer serves it; query a served version, or {info.family!r} "
+            "for the newest"
+        )
+    return info
 
 
 def _interval(label: str) -> tuple[float, float] | None:

@@ -3,7 +3,8 @@
 -- with it stay); any other keeps the plan's id (so that its records' state changes only
 -- where their group did), unless a kept or continued group holds that id, in which case
 -- it takes a fresh one above every id the family's rows (current and history) and the
--- plan hold.
+-- plan hold, and above {ceiling}, the highest id of rows a retirement deleted
+-- (sqlanon.retirements; -1: none).
 CREATE TEMP TABLE _sqlanon_group_ids AS
 WITH free AS (
     SELECT g.group_id, c.old_id AS continues,
@@ -17,7 +18,8 @@ WITH free AS (
     SELECT coalesce(max(a.g), -1) AS id
     FROM (SELECT t.{group} AS g FROM {rows} AS t
           UNION ALL SELECT t.{group} FROM {history} AS t
-          UNION ALL SELECT group_id FROM _sqlanon_new_groups) AS a
+          UNION ALL SELECT group_id FROM _sqlanon_new_groups
+          UNION ALL SELECT {ceiling}) AS a
 )
 SELECT p.new_id, p.old_id AS final_id, true AS kept, false AS continued
 FROM _sqlanon_pairs AS p

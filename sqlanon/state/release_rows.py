@@ -96,7 +96,8 @@ def bounds_name(family: str) -> str:
     return f"{family}__bounds"
 
 
-def _qualified(session: Session, name: str) -> str:
+def qualified(session: Session, name: str) -> str:
+    """``name`` in the family tables' private schema, as SQL."""
     q = session.quote_ident
     return f"{q(private_schema(session))}.{q(name)}"
 
@@ -158,8 +159,8 @@ def keep(
     what = ", ".join(f"{q('t')}.{q(c)}" for c in staged.what)
     names = {
         "staging": staged.table,
-        "rows": _qualified(session, rows_name(staged.family)),
-        "history": _qualified(session, history_name(staged.family)),
+        "rows": qualified(session, rows_name(staged.family)),
+        "history": qualified(session, history_name(staged.family)),
         "group": q(staged.group),
     }
     for statement in sqltext.statements(
@@ -170,7 +171,8 @@ def keep(
     for cols in dict.fromkeys([who, what]):  # lHD: one multiset
         session.execute(render_sql(session, "rows_unequal", cols=cols, **names))
     continued_rows.choose(session, overlap)
-    session.execute(render_sql(session, "rows_ids", **names))
+    ceiling = sqltext.number(group_ceiling(session, staged.family))
+    session.execute(render_sql(session, "rows_ids", ceiling=ceiling, **names))
     session.execute(render_sql(session, "rows_remap", table=staged.table, group=q(staged.group)))
     for table in temp:
         session.execute(render_sql(session, "rows_remap", table=q(table), group=q("group_id")))
@@ -178,6 +180,13 @@ def keep(
     lookup = np.full(int(max(ids["new_id"].max(initial=-1), group.max(initial=-1))) + 2, -1)
     lookup[ids["new_id"].astype(np.int64)] = ids["final_id"].astype(np.int64)
     return np.where(group >= 0, lookup[np.maximum(group, 0)], -1)
+
+
+def group_ceiling(session: Session, family: str) -> int:
+    """The highest group id of the rows retirements of ``family`` deleted (-1: none):
+    fresh ids go above it, so that no id a retired version showed is given again."""
+    found = session.query(sqltext.load(session.dialect, "retire_ceiling"), [family])
+    return int(found[0][0]) if found and found[0][0] is not None else -1
 
 
 def _align_columns(session: Session, staged: Staged) -> None:
@@ -203,8 +212,8 @@ def store(session: Session, staged: Staged) -> None:
     not keep into the history) and the staging bounds table into the family's bounds
     table; leave views of version N in their places, showing the columns it had."""
     q = session.quote_ident
-    rows = _qualified(session, rows_name(staged.family))
-    history = _qualified(session, history_name(staged.family))
+    rows = qualified(session, rows_name(staged.family))
+    history = qualified(session, history_name(staged.family))
     present = columns_of(session, staged.schema, staged.name)
     number = sqltext.number(staged.version)
     names = {"rows": rows, "history": history, "staging": staged.table, "version": number}
@@ -238,7 +247,7 @@ def store(session: Session, staged: Staged) -> None:
     )  # fmt: skip
     analyzed = [rows, history]
     if staged.bounds is not None:
-        bounds = _qualified(session, bounds_name(staged.family))
+        bounds = qualified(session, bounds_name(staged.family))
         columns_b = columns_of(session, private_schema(session), staged.name + "_bounds")
         _store_spans(session, staged.version, staged.bounds, bounds, columns_b, q("group_id"))
         analyzed.append(bounds)
@@ -347,8 +356,8 @@ def _migrate_rows(
     rows become the current rows, the others' the history (each shown at its version);
     each table becomes a view. Returns the two tables as SQL."""
     q = session.quote_ident
-    rows = _qualified(session, rows_name(family))
-    history = _qualified(session, history_name(family))
+    rows = qualified(session, rows_name(family))
+    history = qualified(session, history_name(family))
     newest, name = versions[-1]
     staging = f"{q(schema)}.{q(name)}"
     _start_rows(session, rows, history, staging, newest, columns_of(session, schema, name))
@@ -391,7 +400,7 @@ def _migrate_spans(session: Session, tables: list[tuple[int, str, str]], name: s
     one bounds table ``name`` (each valid at its version, the newest current); each
     table becomes a view. Returns the bounds table as SQL."""
     q = session.quote_ident
-    bounds = _qualified(session, name)
+    bounds = qualified(session, name)
     newest = tables[-1][0]
     for i, (version, schema, table) in enumerate(tables):
         staging = f"{q(schema)}.{q(table)}"

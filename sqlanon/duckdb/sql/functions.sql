@@ -16,6 +16,8 @@ CREATE OR REPLACE TEMP MACRO sqlanon_release_lhd(source, family, key := NULL, qu
                          domain, dry_run, recoding, dataset, policy);
 -- The data owner's erasure: deletions from the source reach the state now, unpublished.
 CREATE OR REPLACE TEMP MACRO sqlanon_erase(source) AS _sqlanon_erase(source);
+-- Retention: serve only the family's newest `keep` versions (the private state stays).
+CREATE OR REPLACE TEMP MACRO sqlanon_retire(family, keep := NULL) AS _sqlanon_retire(family, keep);
 -- folder := NULL: the hierarchies bundled with sqlanon (dataset 'adult')
 CREATE OR REPLACE TEMP MACRO sqlanon_load_hierarchies(dataset, folder := NULL) AS
     _sqlanon_load_hierarchies(dataset, folder);

@@ -284,6 +284,32 @@ EXCEPTION WHEN OTHERS OR query_canceled THEN
 END
 $fn$;
 
+-- Retention: the family's versions but its newest `keep` are no longer served (their
+-- views and the rows no served version needs go); the private state and catalog rows
+-- stay. The family's owner only (a member of the role owning its rows); the schema is
+-- the caller's, where the family's views are looked up when the catalog names none.
+CREATE OR REPLACE FUNCTION sqlanon._retire(schema text, family text, keep bigint) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "retire", family, keep, schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.retire(family text, keep bigint) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._retire(CAST(pg_catalog.current_schema() AS pg_catalog.text), family, keep);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
 -- Interval answers (analysts) ------------------------------------------------------------
 
 -- What the rewriter needs to know about every release, and nothing more (no k, e,
@@ -296,9 +322,12 @@ $fn$;
 -- `schema_name` is the schema the release's tables are in, so that the rewriter names
 -- them whatever the analyst's search path (recorded by the release; for releases made
 -- before, the first schema with a table of that name).
+-- `retired`: the owner no longer serves the version (sqlanon.retire), so the rewriter
+-- refuses a query naming it with a message saying so.
 -- Before ghosts the function had no `ghosts` column, before NULL quasi values no
--- `null_quasi`, before schemas no `schema_name`; CREATE OR REPLACE cannot change the
--- result type, so an older version is dropped first (grants.sql grants it again).
+-- `null_quasi`, before schemas no `schema_name`, before retention no `retired`; CREATE
+-- OR REPLACE cannot change the result type, so an older version is dropped first
+-- (grants.sql grants it again).
 DO $do$
 BEGIN
     IF EXISTS (
@@ -306,7 +335,7 @@ BEGIN
         JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
         WHERE n.nspname OPERATOR(pg_catalog.=) 'sqlanon'
           AND p.proname OPERATOR(pg_catalog.=) 'release_catalog'
-          AND NOT ('schema_name' OPERATOR(pg_catalog.=) ANY (p.proargnames))
+          AND NOT ('retired' OPERATOR(pg_catalog.=) ANY (p.proargnames))
     ) THEN
         DROP FUNCTION sqlanon.release_catalog();
     END IF;
@@ -314,7 +343,8 @@ END
 $do$;
 CREATE OR REPLACE FUNCTION sqlanon.release_catalog()
 RETURNS TABLE (family text, version integer, table_name text, model text, quasi jsonb,
-               sensitive jsonb, ghosts integer, null_quasi jsonb, schema_name text)
+               sensitive jsonb, ghosts integer, null_quasi jsonb, schema_name text,
+               retired boolean)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $sql$
 SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
        r.parameters -> 'sensitive', COALESCE(CAST(r.metrics ->> 'ghosts' AS integer), 0),
@@ -323,7 +353,9 @@ SELECT r.family, r.version, r.table_name, r.model, r.parameters -> 'quasi',
            SELECT n.nspname FROM pg_catalog.pg_class AS c
            JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
            WHERE c.relname = r.table_name AND c.relkind IN ('r', 'p', 'v', 'm')
-           ORDER BY n.nspname LIMIT 1))
+           ORDER BY n.nspname LIMIT 1)),
+       r.version < COALESCE((SELECT pg_catalog.max(t.served_from) FROM sqlanon.retirements AS t
+                             WHERE t.family = r.family), 1)
 FROM sqlanon.releases AS r ORDER BY r.family, r.version
 $sql$;
 

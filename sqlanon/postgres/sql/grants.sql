@@ -1,6 +1,6 @@
 -- Roles and privileges, applied by sqlanon.postgres.install after functions.sql (idempotent).
 --
---   sqlanon_owner    runs releases, erasures, audits and hierarchy loads. It also needs, granted
+--   sqlanon_owner    runs releases, erasures, retirements, audits and hierarchy loads. It also needs, granted
 --                    by the database's administrator: SELECT on every source it releases
 --                    and CREATE on the schema the families go to (the caller's
 --                    current_schema()). Grant it to the data owner's login role(s).
@@ -45,6 +45,8 @@ GRANT SELECT, INSERT, DELETE ON sqlanon.releases, sqlanon.member_spans, sqlanon.
     sqlanon.hierarchies, sqlanon.hierarchy_widths TO sqlanon_owner;
 GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths, sqlanon.member_spans,
     sqlanon.cell_spans, sqlanon.kept_values, sqlanon.links TO sqlanon_owner;
+-- Retirements (migration 013): written once, never changed.
+GRANT SELECT, INSERT ON sqlanon.retirements TO sqlanon_owner;
 -- The state as of each version (migration 011): views over the spans, read only.
 GRANT SELECT ON sqlanon.members, sqlanon.cells TO sqlanon_owner;
 -- The bounds on analyst queries: the owner sets them, analysts' rewrites read them.
@@ -70,6 +72,8 @@ GRANT EXECUTE ON FUNCTION
     sqlanon._audit(text, text, boolean),
     sqlanon.erase(text),
     sqlanon._erase(text, text),
+    sqlanon.retire(text, bigint),
+    sqlanon._retire(text, text, bigint),
     sqlanon.python_info()
 TO sqlanon_owner;
 GRANT EXECUTE ON FUNCTION
