@@ -30,6 +30,7 @@ from sqlanon.api import (
     preview,
     release_ke,
     release_lhd,
+    retire,
     rewrite,
 )
 from sqlanon.demo import run_demo
@@ -232,6 +233,18 @@ def _erase(args: argparse.Namespace) -> None:
     print(json.dumps(done, indent=2))
 
 
+def _retire(args: argparse.Namespace) -> None:
+    with connect(args.db) as con:
+        done = retire(con, args.family, args.keep)
+    print(
+        f"sqlanon: {done['family']}: serving versions {done['served']}, retired "
+        f"{done['retired']}; the private state keeps every version",
+        file=sys.stderr,
+        flush=True,
+    )
+    print(json.dumps(done, indent=2))
+
+
 def _load_hierarchies(args: argparse.Namespace) -> None:
     with connect(args.db) as con:
         print(json.dumps(load_hierarchies(con, args.dataset, args.folder), indent=2))
@@ -420,7 +433,7 @@ def _add_release_commands(commands: argparse._SubParsersAction[argparse.Argument
 
 def _add_state_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The commands that write a domain's state without a release: ``erase``,
-    ``load-hierarchies`` and ``hierarchy-widths``."""
+    ``retire``, ``load-hierarchies`` and ``hierarchy-widths``."""
     erase = commands.add_parser(
         "erase",
         help="apply deletions from a released source to sqlanon's state now: published "
@@ -429,6 +442,16 @@ def _add_state_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     erase.add_argument("--db", required=True, help=_DB_HELP)
     erase.add_argument("source", help="the released table (table or schema.table)")
     erase.set_defaults(run=_erase)
+
+    retire_ = commands.add_parser(
+        "retire",
+        help="stop serving a family's old versions: all but the newest --keep go (their "
+        "views and the rows no served version needs); the private state stays",
+    )
+    retire_.add_argument("--db", required=True, help=_DB_HELP)
+    retire_.add_argument("family", help="the release family")
+    retire_.add_argument("--keep", type=int, required=True, help="versions to keep serving (>= 1)")
+    retire_.set_defaults(run=_retire)
 
     hier = commands.add_parser(
         "load-hierarchies", help="store ARX hierarchy CSVs <dataset>_hierarchy_<attr>.csv"

@@ -100,6 +100,7 @@ def test_a_closed_pipe_ends_quietly(released: Path) -> None:
             "2",
         ],
         ["erase", "people"],
+        ["retire", "people_ke", "--keep", "1"],
         ["load-hierarchies", "adult"],
     ],
 )

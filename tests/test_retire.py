@@ -13,6 +13,7 @@ tests/test_shared_rows.py), retiring with a random ``keep`` after a random relea
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -252,3 +253,31 @@ def test_export_holds_the_served_versions_and_erase_still_removes_keys(
             assert released.execute(found, [str(gone)]).fetchone() == (0,), table
     sqlanon.release_ke(released, "src", "k_fam", **KE)
     assert released.execute("SELECT count(*) FROM k_fam_v4").fetchone()[0] > 0
+
+
+def test_the_cli_retires_and_says_what_it_served(tmp_path: Path, capsys: Any) -> None:
+    """``sqlanon retire --db F FAMILY --keep N``: one line on stderr, the summary as JSON;
+    a bad ``--keep`` is one line and exit 2, nothing written."""
+    from sqlanon.cli import main
+
+    path = tmp_path / "cli.duckdb"
+    con = duckdb.connect(str(path))
+    sqlanon.install(con)
+    con.execute(
+        "CREATE TABLE src AS SELECT i AS id, 20 + i % 40 AS age, (i * 37) % 500 AS s"
+        " FROM range(300) r(i)"
+    )
+    args = {"key": "id", "sensitive": "s", "quasi": ["age"], "k": 3, "e": 10}
+    for step in range(3):
+        con.execute(f"UPDATE src SET age = age + 1 WHERE id % 50 = {step}")
+        sqlanon.release_ke(con, "src", "fam", **args)
+    con.close()
+    assert main(["retire", "--db", str(path), "fam", "--keep", "0"]) == 2
+    bad = capsys.readouterr().err
+    assert bad.startswith("sqlanon: ") and bad.count("\n") == 1
+    assert main(["retire", "--db", str(path), "fam", "--keep", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["retired"] == [1, 2] and "serving versions [3]" in err
+    con = duckdb.connect(str(path))
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "fam_v3" in views and not {"fam_v1", "fam_v2"} & views
