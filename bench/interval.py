@@ -321,7 +321,9 @@ def _machine() -> str:
     return (
         f"`bench/interval.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
         f"{os.cpu_count()} cores, "
-        f"DuckDB {duckdb.__version__}, Python {platform.python_version()}."
+        f"DuckDB {duckdb.__version__}, Python {platform.python_version()}; 1-minute load "
+        f"average when the timings ended: {os.getloadavg()[0]:.1f} (other work shares the "
+        "machine: ratios measured side by side in one loop matter here, not milliseconds)."
     )
 
 
