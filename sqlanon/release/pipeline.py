@@ -117,6 +117,9 @@ class Job:
             who=who,
             what=what,
             bounds=self.bounds(session),
+            previous=None
+            if self.last is None
+            else (self.last.schema or schema, self.last.table_name),
         )
 
     def catalog_row(self, written: Written) -> catalog.Release:

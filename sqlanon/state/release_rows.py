@@ -8,7 +8,8 @@ family's **current rows** (``sqlanon."<family>__rows"``; PostgreSQL:
 only) and ``<family>_v<N>`` becomes a view: the current rows shown since N or before,
 then the **history** rows (``"<family>__history"``: rows no longer current, with the
 last version that showed them) shown at N. The newest version reads the current rows
-alone, as a table would. The (k,e) bounds tables keep every version in one table
+alone, as a table would; on DuckDB its view says so (:data:`NEWEST_ALONE`). The (k,e)
+bounds tables keep every version in one table
 (``"<family>__bounds"``, rows with the first and last version they are valid at; views
 ``<table>_bounds``): they are small.
 
@@ -68,6 +69,13 @@ from sqlanon.state.source import (
 
 #: Engines whose versions are views of one rows table per family.
 SHARED = frozenset({"duckdb", "postgres"})
+#: Engines whose newest version's view reads the current rows alone
+#: (``rows_view_newest.sql``), made again with the history by the next release: a UNION
+#: ALL hides the table's statistics from DuckDB's optimizer. Not PostgreSQL: making an
+#: earlier version's view again takes an ACCESS EXCLUSIVE lock on it, which waits for
+#: every analyst reading it (a release locks only its family's view:
+#: ``sqlanon/release/publish.py``), and its planner reads the two branches as one Append.
+NEWEST_ALONE = frozenset({"duckdb"})
 #: Columns a version may add to its family's rows (its ghosts), and their SQL file.
 OPTIONAL_COLUMNS = {"ghost": "rows_add_ghost", "class_ghosts": "rows_add_class_ghosts"}
 #: The ghost column of a model's rows, by its group column.
@@ -128,6 +136,7 @@ class Staged:
     who: list[str]  # columns of one multiset of a group's content
     what: list[str]  # columns of the other (lHD: the same)
     bounds: str | None  # the staging bounds table as SQL ((k,e))
+    previous: tuple[str, str] | None = None  # the version before's view (schema, name)
 
 
 def columns_of(session: Session, schema: str, name: str) -> list[str]:
@@ -217,6 +226,9 @@ def store(session: Session, staged: Staged) -> None:
     present = columns_of(session, staged.schema, staged.name)
     number = sqltext.number(staged.version)
     names = {"rows": rows, "history": history, "staging": staged.table, "version": number}
+    alone = session.dialect in NEWEST_ALONE
+    if alone and staged.previous is not None:
+        _with_history(session, staged.previous, staged.version - 1, rows, history)
     if staged.version == 1:
         session.execute(
             render_sql(session, "rows_current", **_pick(names, "rows", "staging", "version"))
@@ -241,8 +253,8 @@ def store(session: Session, staged: Staged) -> None:
     shown = ", ".join(q(c) for c in staged.columns)
     session.execute(
         render_sql(
-            session, "rows_view", release=staged.table, columns=shown,
-            **_pick(names, "rows", "history", "version"),
+            session, "rows_view_newest" if alone else "rows_view", release=staged.table,
+            columns=shown, **_pick(names, "rows", "history", "version"),
         )
     )  # fmt: skip
     analyzed = [rows, history]
@@ -262,6 +274,24 @@ def store(session: Session, staged: Staged) -> None:
 
 def _pick(names: dict[str, str], *keys: str) -> dict[str, str]:
     return {k: names[k] for k in keys}
+
+
+def _with_history(
+    session: Session, view: tuple[str, str], version: int, rows: str, history: str
+) -> None:
+    """The view of version ``version`` (``(schema, name)``), until now its family's
+    newest and reading the current rows alone, made again to read its history too (the
+    release that calls this moves some of its rows there, in the same transaction)."""
+    q = session.quote_ident
+    schema, name = view
+    found = session.query(sqltext.load(session.dialect, "view_columns"), [schema, name])
+    columns = ", ".join(q(c) for (c,) in found)
+    session.execute(
+        render_sql(
+            session, "rows_view", release=f"{q(schema)}.{q(name)}", rows=rows,
+            history=history, columns=columns, version=sqltext.number(version),
+        )
+    )  # fmt: skip
 
 
 def _store_spans(
@@ -373,10 +403,11 @@ def _migrate_rows(
                 )
             )  # fmt: skip
         session.execute(f"DROP TABLE {staging}")
+        alone = version == newest and session.dialect in NEWEST_ALONE
         session.execute(
             render_sql(
-                session, "rows_view", release=staging, rows=rows, history=history,
-                columns=columns, version=number,
+                session, "rows_view_newest" if alone else "rows_view", release=staging,
+                rows=rows, history=history, columns=columns, version=number,
             )
         )  # fmt: skip
     return [rows, history]
