@@ -16,8 +16,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from sqlanon.api import (
@@ -33,9 +32,9 @@ from sqlanon.api import (
     retire,
     rewrite,
 )
+from sqlanon.connect import connect, first_line
 from sqlanon.demo import run_demo
 from sqlanon.display import Progress, change_line, dry_run_line, print_table
-from sqlanon.duckdb.register import install as install_duckdb
 from sqlanon.errors import ConfigError, InternalError, SqlanonError, is_database_error
 from sqlanon.models.lhd_defer import DEFAULT_POLICY as DEFAULT_LHD_POLICY
 from sqlanon.models.lhd_defer import LHD_POLICIES
@@ -43,51 +42,7 @@ from sqlanon.models.lhd_planner import RECODINGS
 from sqlanon.postgres.extension import place_extension
 from sqlanon.postgres.install import install_postgres, install_python_dir
 from sqlanon.report.page import write_report
-from sqlanon.spark.attach import is_master_url, session_for_master
 from sqlanon.version import __version__
-
-
-@contextmanager
-def connect(db: str, *, install: bool = True, existing: bool = True) -> Iterator[Any]:
-    """Open ``db`` (DuckDB path or PostgreSQL URL), with sqlanon installed for DuckDB.
-
-    ``existing``: a DuckDB file that does not exist is an error. Only ``install`` creates
-    one; every other command needs the source or the releases already in the file, and
-    must not leave an empty database behind a typo."""
-    if db.startswith(("postgresql://", "postgres://")):
-        import psycopg
-
-        with psycopg.connect(db, autocommit=True) as pg:
-            yield pg
-        return
-
-    if is_master_url(db):
-        with session_for_master(db) as spark:
-            yield spark
-        return
-    import duckdb
-
-    if existing and db != ":memory:" and not os.path.exists(db):
-        raise ConfigError(
-            f"no database file {db!r}; give the path of an existing DuckDB file "
-            "(only `sqlanon install --db` creates one)"
-        )
-    try:
-        con = duckdb.connect(db)
-    except duckdb.IOException as exc:
-        raise ConfigError(f"cannot open {db!r}: {_first_line(exc)}") from exc
-    try:
-        if install:
-            install_duckdb(con)
-        yield con
-    finally:
-        con.close()
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
 
 _DB_HELP = (
     "the database: a DuckDB file, a postgresql:// URL or a Spark master (local[2], spark://...)"
@@ -127,8 +82,7 @@ _RECODING_HELP = (
 def _print_release(family: str, summary: dict[str, Any]) -> None:
     """The summary as JSON on stdout (for scripts); the line for people on stderr."""
     line = dry_run_line(family, summary) if summary.get("dry_run") else change_line(family, summary)
-    print(f"sqlanon: {line}", file=sys.stderr, flush=True)
-    print(json.dumps(summary, indent=2))
+    _print_done(line, summary)
 
 
 def _release_ke(args: argparse.Namespace) -> None:
@@ -223,25 +177,23 @@ def _preview(args: argparse.Namespace) -> None:
 def _erase(args: argparse.Namespace) -> None:
     with connect(args.db) as con:
         done = erase(con, args.source)
-    print(
-        f"sqlanon: {done['source']}: {done['ghosts']} published records are ghosts now, "
+    _print_done(
+        f"{done['source']}: {done['ghosts']} published records are ghosts now, "
         f"{done['forgotten']} never-published records forgotten; nothing published "
         "(the next release publishes the ghosts)",
-        file=sys.stderr,
-        flush=True,
+        done,
     )
-    print(json.dumps(done, indent=2))
 
 
 def _retire(args: argparse.Namespace) -> None:
     with connect(args.db) as con:
         done = retire(con, args.family, args.keep)
-    print(
-        f"sqlanon: {done['family']}: serving versions {done['served']}, retired "
-        f"{done['retired']}; the private state keeps every version",
-        file=sys.stderr,
-        flush=True,
-    )
+    line = f"serving versions {done['served']}, retired {done['retired']}"
+    _print_done(f"{done['family']}: {line}; the private state keeps every version", done)
+
+
+def _print_done(line: str, done: dict[str, Any]) -> None:
+    print(f"sqlanon: {line}", file=sys.stderr, flush=True)
     print(json.dumps(done, indent=2))
 
 
@@ -444,13 +396,11 @@ def _add_state_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     erase.set_defaults(run=_erase)
 
     retire_ = commands.add_parser(
-        "retire",
-        help="stop serving a family's old versions: all but the newest --keep go (their "
-        "views and the rows no served version needs); the private state stays",
+        "retire", help="stop serving all but a family's newest --keep versions (state stays)"
     )
     retire_.add_argument("--db", required=True, help=_DB_HELP)
-    retire_.add_argument("family", help="the release family")
-    retire_.add_argument("--keep", type=int, required=True, help="versions to keep serving (>= 1)")
+    retire_.add_argument("family", help=_FAMILY_HELP)
+    retire_.add_argument("--keep", type=int, required=True, help="versions still served (>= 1)")
     retire_.set_defaults(run=_retire)
 
     hier = commands.add_parser(
@@ -595,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except SqlanonError as exc:
-        print(f"sqlanon: {_first_line(exc)}", file=sys.stderr)
+        print(f"sqlanon: {first_line(exc)}", file=sys.stderr)
         if isinstance(exc, InternalError) and exc.__cause__ is not None:
             traceback.print_exception(exc.__cause__, file=sys.stderr)  # for the report
         return 2
@@ -608,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if not is_database_error(exc):
             raise
-        print(f"sqlanon: {type(exc).__name__}: {_first_line(exc)}", file=sys.stderr)
+        print(f"sqlanon: {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
         return 1
     return 0
 

@@ -50,8 +50,6 @@ DIALECT_WORDS: dict[str, dict[str, str]] = {
         "explode": "unnest",
         "series": "generate_series",
         "fingerprint": "hash",
-        "row_id": "rowid",
-        "row_id_type": "BIGINT",
     },
     "postgres": {
         "text_type": "VARCHAR",  # as the common SQL always cast; its own files write text
@@ -61,8 +59,6 @@ DIALECT_WORDS: dict[str, dict[str, str]] = {
         "int_div": "/",
         "explode": "",
         "series": "generate_series",
-        "row_id": "ctid",
-        "row_id_type": "tid",
     },
     "spark": {
         "text_type": "STRING",

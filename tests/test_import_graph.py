@@ -37,7 +37,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engines", ("sqlanon.duckdb", "sqlanon.postgres", "sqlanon.spark")),
     (
         "edges",
-        ("sqlanon.api", "sqlanon.cli", "sqlanon.demo", "sqlanon.display", "sqlanon.report"),
+        (
+            "sqlanon.api",
+            "sqlanon.cli",
+            "sqlanon.connect",
+            "sqlanon.demo",
+            "sqlanon.display",
+            "sqlanon.report",
+        ),
     ),
 )
 ENGINES = ("sqlanon.duckdb", "sqlanon.postgres", "sqlanon.spark")

@@ -28,7 +28,7 @@ WITH sides AS (
     FROM {rows} AS t
     JOIN _sqlanon_tuples AS x ON x.sqlanon_group = t.{group} AND {tuple_match}
     UNION ALL
-    SELECT CAST(NULL AS {row_id_type}), x.sqlanon_group, {who_t}, false,
+    SELECT NULL, x.sqlanon_group, {who_t}, false,
            x.sqlanon_old_n, x.sqlanon_new_n, random()
     FROM {staging} AS t
     JOIN _sqlanon_tuples AS x ON x.sqlanon_group = t.{group} AND {tuple_match}

@@ -44,6 +44,10 @@ from sqlanon.errors import SqlanonError
 from sqlanon.session import Session
 from sqlanon.state.source import render_sql
 
+#: The name of a row's place in its table, by engine (Spark keeps a table per version and
+#: never continues a group).
+ROW_ID = {"duckdb": "rowid", "postgres": "ctid"}
+
 #: The temporary tables of a continued write, dropped when the version is stored.
 TEMP = (
     "_sqlanon_overlap",
@@ -93,6 +97,7 @@ def write(
         "who_s": ", ".join(f"{q('s')}.{c}" for c in who),
         "who_u": ", ".join(f"{q('u')}.{c}" for c in who),
         "columns": ", ".join(columns),
+        "row_id": q(ROW_ID[session.dialect]),
         "tuple_match": _tuple_match(session, who),
         "version": sqltext.number(version),
     }
