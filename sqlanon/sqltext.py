@@ -148,11 +148,16 @@ _TEXT = re.compile(r"char|text|string", re.IGNORECASE)
 def binary(columns: list[tuple[str, str]], dialect: str) -> Match:
     """A list of quoted column references (``"r"."c"``) with each text column (by its
     SQL type) compared byte by byte: values a case-insensitive collation calls equal
-    stay apart. DuckDB and PostgreSQL."""
+    stay apart. On Spark (whose hashes read strings byte by byte whatever their
+    collation) each column is followed by whether it is NULL: Spark's ``xxhash64``
+    skips a NULL argument, so ``(NULL, 'a')`` would hash as ``('a', NULL)``."""
     parts = []
     for ref, type_name in columns:
         if not _QUOTED.match(ref) or " AS " in ref:
             raise ValueError(f"binary: {ref!r} is not one quoted column reference")
+        if dialect == "spark":
+            parts.append(f"{ref}, isnull({ref})")
+            continue
         text = _TEXT.search(type_name) is not None
         parts.append(f"{ref} {_BINARY[dialect]}" if text else ref)
     return Match(", ".join(parts))
@@ -164,13 +169,17 @@ def number(value: int) -> Match:
     return Match(str(int(value)))
 
 
-_KEYED = {"duckdb": "sha256($1 || {})", "postgres": "sha256(convert_to($1 || {}, 'UTF8'))"}
+_KEYED = {
+    "duckdb": "sha256($1 || {})",
+    "postgres": "sha256(convert_to($1 || {}, 'UTF8'))",
+    "spark": "sha2(concat($1, {}), 256)",
+}
 
 
 def keyed_order(ref: str, dialect: str) -> Match:
     """SHA-256 of a release's secret (parameter ``$1``) and the text column ``ref``
     (``"x"."k"``): the keyed pseudo-random order of its rows (why it is sound:
-    ``release.ke_engine.shuffle_key``). DuckDB and PostgreSQL."""
+    ``release.engine_path.shuffle_key``)."""
     if not _QUOTED.match(ref) or " AS " in ref:
         raise ValueError(f"keyed_order: {ref!r} is not one quoted column reference")
     return Match(_KEYED[dialect].format(ref))

@@ -3,7 +3,9 @@ for the module: conftest's ``spark``; small data), no mocks.
 
 A (k,e) or lHD release made on Spark equals the DuckDB release (the same groups with
 the same records and values, members, cells and bounds), the audit reports no exposed
-record, interval answers contain the true answer, deletions make ghosts, a release that
+record, interval answers contain the true answer, an lHD sequence (inserts, ghosts,
+changed quasi-identifiers) plans on units without collecting rows in the driver and
+publishes DuckDB's classes, deletions make ghosts, a release that
 fails after writing its table (and the catalog's tables anew) leaves nothing visible, a
 dead driver's leftovers are removed by the next release, bad input is refused before
 anything is written, a new application finds the releases, and the CLI takes a master.
@@ -11,8 +13,12 @@ anything is written, a new application finds the releases, and the CLI takes a m
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import duckdb
@@ -109,16 +115,22 @@ def test_a_release_on_spark_equals_the_duckdb_release(spark: Any, released: dict
         assert {**on_spark, "domain": None} == {**on_duckdb, "domain": None}
         table = f"people_ke_v{version}"
         # the same groups, each with the same records and values (the keyed shuffle
-        # inside a group is drawn per release)
+        # inside a group is drawn per release; DuckDB's group ids follow the groups a
+        # version continues, Spark, with a table per version, numbers them afresh)
         select = f"SELECT age, sex, group_id, loss FROM {table}"
-        assert by_group(spark_rows(spark, select)) == by_group(con.execute(select).fetchall())
+        assert sorted(by_group(spark_rows(spark, select)).values()) == sorted(
+            by_group(con.execute(select).fetchall()).values()
+        )
         where = f"WHERE family = 'people_ke' AND version = {version}"
+        cells = f"SELECT cell_id, attribute, min_distinct, min_spread FROM sqlanon.cells {where}"
+        assert sorted(spark_rows(spark, cells)) == sorted(con.execute(cells).fetchall())
         for sql in (
-            f"SELECT record_key, group_id, cell_id, status FROM sqlanon.members {where}",
-            f"SELECT cell_id, attribute, min_distinct, min_spread FROM sqlanon.cells {where}",
+            f"SELECT record_key, cell_id, status, group_id FROM sqlanon.members {where}",
             f"SELECT * FROM sqlanon.{table}_bounds",
         ):
-            assert sorted(spark_rows(spark, sql)) == sorted(con.execute(sql).fetchall()), sql
+            cursor = con.execute(sql)
+            group = [d[0] for d in cursor.description or []].index("group_id")
+            assert classes(spark_rows(spark, sql), group) == classes(cursor.fetchall(), group), sql
     assert released["summaries"][1][0]["inserted"] == 100
     assert spark_rows(spark, "SELECT count(*) FROM people_ke") == [
         (released["summaries"][1][0]["rows_published"],)
@@ -254,8 +266,7 @@ def test_an_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
     on_spark = sqlanon.release_lhd(spark, "adult", "adult_gzs", **args)
     on_duckdb = sqlanon.release_lhd(con, "adult", "adult_gzs", **args)
     assert {**on_spark, "domain": None} == {**on_duckdb, "domain": None}
-    # the same rows; their order is drawn per release (Spark: the row path's shuffle,
-    # DuckDB: the engine path's keyed order)
+    # the same rows; their order is drawn per release (the engine path's keyed order)
     assert sorted(spark_rows(spark, "SELECT * FROM adult_gzs_v1")) == sorted(
         con.execute("SELECT * FROM adult_gzs_v1").fetchall()
     )
@@ -266,6 +277,136 @@ def test_an_lhd_release_on_spark_equals_the_duckdb_release(spark: Any) -> None:
     )
     with pytest.raises(SqlanonError, match="cannot replace it"):  # Spark takes no DELETE
         sqlanon.load_hierarchies(spark, "adult")
+
+
+WARD = "id BIGINT, age INT, zip INT, disease STRING"
+DISEASES = ["flu", "cold", "asthma", "ulcer"]
+
+
+def ward(ids: range, seed: int, moved: frozenset[int] = frozenset()) -> list[tuple[Any, ...]]:
+    """Records ``ids`` with few distinct values (units of many records); ``moved``:
+    records whose age (a quasi-identifier) changed."""
+    rng = np.random.default_rng(seed)
+    return [
+        (i, int(rng.integers(20, 30)) + (7 if i in moved else 0), int(rng.integers(0, 4)),
+         DISEASES[int(rng.integers(0, 4))])
+        for i in ids
+    ]  # fmt: skip
+
+
+@contextmanager
+def driver_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bool]]]:
+    """Every result the driver collects through sqlanon's Spark session, as it happens:
+    its number of rows and whether it is the units' (sqlanon/sql/lhd_engine_units.sql);
+    every lHD release must take the engine path."""
+    from sqlanon.release import lhd_engine
+    from sqlanon.spark.session import SparkSqlSession
+
+    sizes: list[tuple[int, bool]] = []
+    for name in ("query", "query_dicts", "query_arrays"):
+        real = getattr(SparkSqlSession, name)
+
+        def counted(self: Any, sql: str, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            out = _real(self, sql, *args, **kwargs)
+            rows = len(next(iter(out.values()))) if isinstance(out, dict) else len(out)
+            sizes.append((rows, "AS first_key" in sql))
+            return out
+
+        monkeypatch.setattr(SparkSqlSession, name, counted)
+    real_release = lhd_engine.release
+    taken: list[bool] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real_release(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(lhd_engine, "release", spy)
+    yield sizes
+    assert taken and all(taken), taken
+
+
+def classes(rows: list[tuple[Any, ...]], column: int) -> list[list[tuple[Any, ...]]]:
+    """``rows`` as a multiset of classes (by their ``column``, left out), each the
+    sorted list of its rows."""
+    found: dict[Any, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        found.setdefault(row[column], []).append(row[:column] + row[column + 1 :])
+    return sorted(sorted(members) for members in found.values())
+
+
+def same_draws(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
+    """What two engines would draw apart, drawn alike, so that they publish the same
+    classes: ghost ids (random; the planner reads ghosts in their order) numbered in
+    key order from a base the returned function sets before each release, and each
+    ghost's stand-in record (random: the QI it plans with)."""
+    from sqlanon.release import lhd_job
+    from sqlanon.state import deletions
+
+    real_gone = deletions._gone
+    monkeypatch.setattr(deletions, "_gone", lambda *a, **k: sorted(real_gone(*a, **k)))
+    numbers = itertools.count()
+
+    def restart(base: int) -> None:
+        nonlocal numbers
+        numbers = itertools.count(base)
+
+    monkeypatch.setattr(deletions, "new_ghost_id", lambda: f"ghost:{next(numbers):032x}")
+    monkeypatch.setattr(lhd_job, "os", SimpleNamespace(urandom=lambda n: bytes(n)))
+    return restart
+
+
+def test_an_lhd_sequence_on_spark_plans_on_units_and_equals_duckdb(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three versions (inserts, deletions that make ghosts, changed quasi-identifiers)
+    on Spark and DuckDB: the same figures and the same classes, each with the same rows;
+    Spark takes the engine path, and the driver never collects as many rows as the
+    source has (it reads units: the largest result is theirs)."""
+    con = duckdb.connect()
+    sqlanon.install(con)
+    args = {"key": "id", "quasi": ["age", "zip"], "sensitive": ["disease"], "l": 2}
+    versions = [
+        ward(range(3000), 1),
+        [r for r in ward(range(3300), 1, frozenset(range(1, 3000, 25))) if r[0] % 11],
+        [r for r in ward(range(3500), 1, frozenset(range(2, 3300, 30))) if r[0] % 11],
+    ]
+    for c in (spark, con):
+        for attribute, widths in (("age", [2, 10]), ("zip", [2])):
+            sqlanon.hierarchy_widths(c, "ward_l", attribute, widths)
+    restart = same_draws(monkeypatch)
+    with driver_reads(monkeypatch) as sizes:
+        for version, rows in enumerate(versions, start=1):
+            spark.createDataFrame(rows, WARD).write.mode("overwrite").saveAsTable("ward_l")
+            con.execute(f"CREATE OR REPLACE TABLE ward_l ({WARD.replace('STRING', 'VARCHAR')})")
+            con.executemany("INSERT INTO ward_l VALUES (?, ?, ?, ?)", rows)
+            sizes.clear()
+            restart(1000 * version)
+            on_spark = sqlanon.release_lhd(spark, "ward_l", "ward_lhd", **args)
+            # the largest result the driver collected: the units, fewer than the rows
+            assert max(sizes)[1], sorted(sizes)[-3:]
+            assert max(sizes)[0] < len(rows), (version, sorted(sizes)[-3:])
+            restart(1000 * version)
+            on_duckdb = sqlanon.release_lhd(con, "ward_l", "ward_lhd", **args)
+            assert on_spark["version"] == version
+            assert {**on_spark, "domain": None} == {**on_duckdb, "domain": None}
+            # the same classes, each with the same rows, and each record in the same
+            # state (DuckDB's class ids follow the groups a version continues; Spark,
+            # with a table per version, numbers them afresh)
+            select = f"SELECT * FROM ward_lhd_v{version}"
+            assert classes(spark_rows(spark, select), 3) == classes(
+                con.execute(select).fetchall(), 3
+            )
+            members = (
+                "SELECT record_key, status, cell_id, ghost, group_id FROM sqlanon.members "
+                f"WHERE family = 'ward_lhd' AND version = {version}"
+            )
+            assert classes(spark_rows(spark, members), 4) == classes(
+                con.execute(members).fetchall(), 4
+            )
+    assert (on_spark["deleted"], on_spark["inserted"]) == (0, 181)  # ids 3300-3499 not % 11
+    assert on_spark["quasi_changed"] > 0 and on_spark["ghosts"] > 0
+    assert [r["exposed"] for r in sqlanon.audit(spark, "ward_lhd")] == [0, 0, 0]
 
 
 def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark: Any) -> None:

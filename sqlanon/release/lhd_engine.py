@@ -20,8 +20,10 @@ The stages of :mod:`~sqlanon.release.pipeline` on the engine path, as for (k,e)
 The planner gets the units the row path (:mod:`~sqlanon.release.lhd_rows`, reading rows
 in key order) would make, in the same order, so both publish the same classes
 (``tests/test_lhd_engine.py``). Releases this path does not cover go the row path
-(:func:`release` returns None before it writes anything): Spark, and domains with
-chains or changed constrained values. Deleted records are ghosts here too: read (their
+(:func:`release` returns None before it writes anything): domains with chains or
+changed constrained values. Every engine takes it, Spark too (its temporary tables are
+parquet tables in ``sqlanon_work``: :mod:`sqlanon.spark.session`), so the driver holds
+units, never rows. Deleted records are ghosts here too: read (their
 kept values; few) and planned beside the units, each with the QI of a random live
 record of its cell, and shown among the rows of their class.
 """
@@ -67,8 +69,6 @@ def release(session: Session, job: LhdJob) -> Written | None:
     """Write ``job`` on the engine path inside the caller's transaction; the caller
     records the catalog row. None, having written nothing, when this release needs the
     row path."""
-    if session.dialect not in ("duckdb", "postgres"):
-        return None
     return engine_path.run_on_engine(session, job, STEPS, temp=_TEMP)
 
 

@@ -1,5 +1,5 @@
 """The row path of an lHD release, for what the engine path declines
-(:mod:`~sqlanon.release.lhd_engine`: Spark, chains, changed constrained values): every
+(:mod:`~sqlanon.release.lhd_engine`: chains, changed constrained values): every
 row read into numpy in key order, planned record by record under the chain rule, the
 release table and the members' state written from arrays."""
 

@@ -3,7 +3,7 @@
 -- values in _sqlanon_ghost_values) among the live ones, indistinguishable; every row
 -- also shows its class's number of ghosts (class_ghosts), nothing that tells which rows
 -- they are. Rows in `{order}`: SHA-256 of the secret $1 and the key or ghost id.
-CREATE TABLE {release} AS
+CREATE TABLE {release} {table_format} AS
 SELECT {shown}, x.class_id, x.class_ghosts
 FROM (
     SELECT {labels}, {sensitive}, p.group_id AS class_id, p.class_ghosts, r.record_key AS k
