@@ -401,8 +401,46 @@ def _cast(self: Compiler, node: exp.Expr) -> Val:
     elif kind not in floats:
         raise UnsupportedQueryError(f"{node.sql()}: CAST of an aggregate to a non-number")
     parts = {"lo": lo, "hi": hi, "est": a.est}
+    held = _held(to)
+    if held is not None:  # a bound (or estimate) the type cannot hold is no answer: the
+        # query errors for such a true value, so the interval may stop at the type's range
+        least, most = (exp.Literal.number(repr(n) if isinstance(n, float) else n) for n in held)
+        parts = {k: _clamped(v, least, most) for k, v in parts.items()}
     cast = {k: exp.Cast(this=_c(v), to=to.copy()) for k, v in parts.items()}
     return self.keep(a.level + 1, **cast, mn=a.mn, nn=a.nn)
+
+
+#: Integer types by the values they hold (BIGINT's a little inside, where a double holds
+#: the bound exactly).
+_INTEGER_RANGE = {
+    exp.DataType.Type.TINYINT: (-(2**7), 2**7 - 1),
+    exp.DataType.Type.SMALLINT: (-(2**15), 2**15 - 1),
+    exp.DataType.Type.INT: (-(2**31), 2**31 - 1),
+    exp.DataType.Type.BIGINT: (-(2**63) + 2**11, 2**63 - 2**11),
+}
+
+
+def _held(to: exp.DataType) -> tuple[int, int] | tuple[float, float] | None:
+    """The values type ``to`` holds, when known: an integer type's, or a DECIMAL(p, s)'s
+    given both."""
+    if to.this in _INTEGER_RANGE:
+        return _INTEGER_RANGE[to.this]
+    if to.this == exp.DataType.Type.DECIMAL and len(to.expressions) == 2:
+        precision, scale = (int(e.name) for e in to.expressions)
+        most = 10.0 ** (precision - scale) - 10.0 ** (-scale)
+        return -most, most
+    return None
+
+
+def _clamped(v: exp.Expr, least: exp.Expr, most: exp.Expr) -> exp.Expr:
+    """``v`` within [least, most] (NULL stays NULL)."""
+    return exp.Case(
+        ifs=[
+            exp.If(this=_cmp(exp.LT, _c(v), least), true=least.copy()),
+            exp.If(this=_cmp(exp.GT, _c(v), most), true=most.copy()),
+        ],
+        default=_c(v),
+    )
 
 
 def _coalesce(self: Compiler, node: exp.Expr) -> Val:

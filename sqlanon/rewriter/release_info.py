@@ -158,6 +158,12 @@ def _ghosts(metrics: Any, table: str) -> int:
     return int(found)
 
 
+def _retired(value: Any, table_name: Any) -> bool:
+    if value is None or value in (True, False):
+        return bool(value)
+    raise ConfigError(f"release {table_name!r}: retired must be true or false, got {value!r}")
+
+
 def catalog_from_rows(
     rows: Iterable[Sequence[Any]],
     domains: Mapping[str, Mapping[str, LabelDomain]] | None = None,
@@ -206,7 +212,7 @@ def catalog_from_rows(
             schema=params["schema"] if isinstance(params.get("schema"), str) else None,
             bounds_schema=str(params.get("bounds_schema") or BOUNDS_SCHEMA),
             source=str(params["source"]) if params.get("source") else None,
-            retired=bool(row[6]) if len(row) == 7 else False,
+            retired=_retired(row[6] if len(row) == 7 else False, table_name),
         )
         catalog[info.table] = info
         if info.family not in newest or newest[info.family].version < info.version:
