@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import ConfigError, UnsupportedQueryError
-from tests.test_shared_rows import KE, LHD, _change, _groups, _members, _source
+from tests.test_shared_rows import KE, LHD, _bounds_agree, _change, _groups, _members, _source
 
 PRIVATE = ("member_spans", "cell_spans", "state_versions", "kept_values", "links", "releases")
 
@@ -134,17 +134,9 @@ def _retire_and_check(con: duckdb.DuckDBPyConnection, keep: int, families: tuple
 
 
 def _bounds_agree_served(con: duckdb.DuckDBPyConnection) -> None:
-    """Every served (k,e) version's bounds name its groups as its rows do (as
-    test_shared_rows._bounds_agree checks every version)."""
-    for _schema, table in _relations(con):
-        if table.startswith("k_fam_v") and not table.endswith("_bounds"):
-            rows = con.execute(
-                f'SELECT group_id, count(*), min(s), max(s), sum(s) FROM "{table}" GROUP BY 1 ORDER BY 1'
-            ).fetchall()
-            bounds = con.execute(
-                f'SELECT DISTINCT group_id, n, vmin, vmax, total FROM sqlanon."{table}_bounds" ORDER BY 1'
-            ).fetchall()
-            assert rows == bounds, table
+    """Every served (k,e) version's bounds name its groups as its rows do."""
+    served = [t for _schema, t in _relations(con) if t.startswith("k_fam_v")]
+    _bounds_agree(con, [t for t in served if not t.endswith("_bounds")])
 
 
 steps = st.lists(st.tuples(*(st.integers(0, 6) for _ in range(4))), min_size=2, max_size=4)

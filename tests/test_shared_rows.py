@@ -79,12 +79,13 @@ def _versions(con: duckdb.DuckDBPyConnection) -> dict[str, Counter[tuple[Any, ..
     return {t: Counter(con.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables}
 
 
-def _bounds_agree(con: duckdb.DuckDBPyConnection) -> None:
-    """Every (k,e) version's bounds name its groups as its rows do: per group id, the
-    size, extremes and total of its values."""
-    for (table,) in con.execute(
-        "SELECT table_name FROM sqlanon.releases WHERE model = 'ke'"
-    ).fetchall():
+def _bounds_agree(con: duckdb.DuckDBPyConnection, tables: list[str] | None = None) -> None:
+    """Every (k,e) version's bounds (or those of ``tables``) name its groups as its rows
+    do: per group id, the size, extremes and total of its values."""
+    if tables is None:
+        query = "SELECT table_name FROM sqlanon.releases WHERE model = 'ke'"
+        tables = [t for (t,) in con.execute(query).fetchall()]
+    for table in tables:
         rows = con.execute(
             f'SELECT group_id, count(*), min(s), max(s), sum(s) FROM "{table}" GROUP BY 1 ORDER BY 1'
         ).fetchall()
