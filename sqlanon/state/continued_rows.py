@@ -40,7 +40,6 @@ written whole, as before.
 from __future__ import annotations
 
 from sqlanon import sqltext
-from sqlanon.errors import SqlanonError
 from sqlanon.session import Session
 from sqlanon.state.source import render_sql
 
@@ -104,10 +103,8 @@ def write(
     for statement in sqltext.statements(render_sql(session, "rows_continue", **fields)):
         session.execute(statement)
     if session.query(sqltext.load(session.dialect, "rows_continue_check"))[0][0]:
-        raise SqlanonError(
-            "sqlanon bug: a continued group's rows and values are out of step; nothing "
-            "was written (please report it)"
-        )
+        # a bug, not the caller's input: the verb reports it as an InternalError
+        raise RuntimeError("a continued group's rows and values are out of step")
     for statement in sqltext.statements(render_sql(session, "rows_continue_write", **fields)):
         session.execute(statement)
 
