@@ -57,6 +57,34 @@ def size(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     return path.stat().st_size
 
 
+def breakdown(con: duckdb.DuckDBPyConnection, tmp: Path) -> dict[str, Any]:
+    """Where the file's bytes are: each table of the file as an empty file stores it
+    alone (copied into a fresh attached file and checkpointed, minus the empty file's
+    size: the table's compacted bytes, to a 256 KiB block), and the file's free blocks
+    (``PRAGMA database_size``)."""
+
+    def copied(name: str, table: str | None) -> int:
+        target = tmp / f"{name}.duckdb"
+        target.unlink(missing_ok=True)
+        con.execute(f"ATTACH '{target}' AS sizing")
+        if table is not None:
+            con.execute(f"CREATE TABLE sizing.t AS SELECT * FROM {table}")  # noqa: S608
+        con.execute("DETACH sizing")
+        return target.stat().st_size
+
+    empty = copied("empty", None)
+    tables = {}
+    for schema, name in con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables()"
+        " WHERE database_name = current_database() ORDER BY 1, 2"
+    ).fetchall():
+        relation = f'{schema}."{name}"'
+        rows = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]  # noqa: S608
+        tables[f"{schema}.{name}"] = (rows, copied(name, relation) - empty)
+    size = con.execute("PRAGMA database_size").fetchone()
+    return {"tables": tables, "free": size[5] * size[2]}
+
+
 def week(con: duckdb.DuckDBPyConnection, n: int, w: int, next_id: int) -> int:
     """One week's change; returns the next free id."""
     con.execute("DELETE FROM t WHERE hash(id, $1, 'd') % 500 = 0", [w])
@@ -72,8 +100,16 @@ def release(con: duckdb.DuckDBPyConnection, model: str, e: float) -> dict[str, A
 
 
 def run(
-    n: int, weeks: int, layout: str, path: Path, runs: int, model: str, e: float
+    n: int,
+    weeks: int,
+    layout: str,
+    path: Path,
+    runs: int,
+    model: str,
+    e: float,
+    sizes: bool = False,
 ) -> dict[str, Any]:
+    """The layout's versions; with ``sizes``, :func:`breakdown` after v1 and the last."""
     saved = release_rows.SHARED
     if layout == "tables":
         release_rows.SHARED = frozenset()
@@ -108,6 +144,8 @@ def run(
                 "added": after - (empty if v == 1 else before), "rows": rows,
                 "members": members, "published": summary["rows_published"],
             })  # fmt: skip
+            if sizes and v in (1, weeks + 1):
+                versions[-1]["breakdown"] = breakdown(con, path.parent)
         query = query_ratio(con, weeks + 1, runs)
         con.close()
         return {"layout": layout, "model": model, "versions": versions, "query": query}
@@ -228,7 +266,31 @@ def curve_section(n: int, result: dict[str, Any], model: str, e: float) -> str:
             f"| {v['bytes'] / 2**20:.1f} | {v['added'] / 2**20:.1f} "
             f"| {v['added'] / first['added']:.3f} | {v['rows']:,} | {v['members']:,} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + breakdown_lines(first, last)) + "\n"
+
+
+def breakdown_lines(first: dict[str, Any], last: dict[str, Any]) -> list[str]:
+    """Where the file's bytes are at v1 and at the last version (:func:`breakdown`)."""
+    a, b = first["breakdown"], last["breakdown"]
+    mib = 2**20
+    lines = [
+        "",
+        f"Where the bytes are, at v1 and v{last['version']}: each table's bytes as a fresh "
+        "file stores it alone (compacted, to a 256 KiB block; tables under 0.3 MiB in both "
+        "left out), and the file's free blocks (space DuckDB freed and has not reused).",
+        "",
+        f"| table | rows v1 | MiB v1 | rows v{last['version']} | MiB v{last['version']} |",
+        "|---|---|---|---|---|",
+    ]
+    for name in sorted(b["tables"], key=lambda t: -b["tables"][t][1]):
+        rows_b, bytes_b = b["tables"][name]
+        rows_a, bytes_a = a["tables"].get(name, (0, 0))
+        if max(bytes_a, bytes_b) >= 0.3 * mib:
+            lines.append(
+                f"| {name} | {rows_a:,} | {bytes_a / mib:.1f} | {rows_b:,} | {bytes_b / mib:.1f} |"
+            )
+    lines.append(f"| *free blocks* | | {a['free'] / mib:.1f} | | {b['free'] / mib:.1f} |")
+    return lines
 
 
 def main() -> None:
@@ -245,7 +307,9 @@ def main() -> None:
     if args.curve:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "curve.duckdb"
-            result = run(args.rows, args.weeks, "shared", path, args.runs, args.model, args.e)
+            result = run(
+                args.rows, args.weeks, "shared", path, args.runs, args.model, args.e, sizes=True
+            )
         markdown = curve_section(args.rows, result, args.model, args.e)
         print(markdown)
         if not args.no_report:
