@@ -310,8 +310,8 @@ def split_name(text: str, what: str) -> list[tuple[str, bool]]:
 PG_FUNCTIONS = frozenset(
     """
     abs array_agg array_length avg bool_and bool_or cardinality ceil ceiling concat
-    convert_to count current_schema current_setting dense_rank encode exp floor format
-    format_type generate_series hashtext hashtextextended jsonb_agg jsonb_array_elements_text
+    convert_to count current_database current_schema current_setting dense_rank encode exp floor
+    format format_type generate_series hashtext hashtextextended jsonb_agg jsonb_array_elements_text
     jsonb_build_array jsonb_build_object jsonb_typeof left length ln lower max md5 min mod now
     pg_advisory_lock pg_advisory_unlock pg_advisory_xact_lock pg_size_bytes
     pg_try_advisory_xact_lock power quote_ident random rank regexp_replace replace round

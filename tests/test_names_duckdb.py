@@ -84,3 +84,32 @@ def test_the_bundled_adult_loads_under_any_table_name(table: str) -> None:
     assert load_adult(con, table) == 1427
     quoted = '"' + table.replace('"', '""') + '"'
     assert con.execute(f"SELECT count(*) FROM {quoted}").fetchone() == (1427,)  # noqa: S608
+
+
+def test_a_table_of_an_attached_database_is_not_the_source(
+    clinic: duckdb.DuckDBPyConnection,
+) -> None:
+    """information_schema lists every attached database's relations: a table of the
+    same schema and name elsewhere adds no column to the source, a table only elsewhere
+    is not a source, and a family's name taken elsewhere is free here."""
+    clinic.execute("ATTACH ':memory:' AS other")
+    clinic.execute('CREATE SCHEMA other."Clinic"')
+    clinic.execute(
+        'CREATE TABLE other."Clinic"."MixedCase" ("Id" INTEGER, "Secret" VARCHAR, "Age" DOUBLE)'
+    )
+    clinic.execute('CREATE TABLE other."Clinic"."Elsewhere" AS SELECT 1 AS "Id"')
+    clinic.execute("CREATE TABLE other.main.fam_v1 (x INTEGER)")
+    with pytest.raises(UndefinedColumnError, match="Secret"):
+        sqlanon.release_ke(
+            clinic, '"Clinic"."MixedCase"', "f", key='"Id"', sensitive="Loss",
+            quasi=['"Secret"'], k=3, e=5,
+        )  # fmt: skip
+    with pytest.raises(sqlanon.SqlanonError, match="does not exist"):
+        release(clinic, '"Clinic"."Elsewhere"', "g", '"Age"')
+    summary = release(clinic, '"Clinic"."MixedCase"', "fam", '"Age"')
+    assert summary["table"] == "fam_v1"
+    types = dict(
+        clinic.execute("SELECT column_name, column_type FROM (DESCRIBE fam_v1)").fetchall()
+    )
+    assert types["Age"] == "BIGINT" and "Secret" not in types
+    assert clinic.execute("SELECT count(*) FROM fam_v1").fetchone() == (200,)

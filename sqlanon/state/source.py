@@ -115,7 +115,7 @@ def resolve_source(session: Session, source: object) -> Source:
     matching = [
         (s, t) for s, t in rows if fits(s, schema, schema_quoted) and fits(t, table, table_quoted)
     ]
-    found = list(dict.fromkeys(matching))  # DuckDB: once per attached database
+    found = list(dict.fromkeys(matching))
     if len(found) > 1:
         names = ", ".join(f"{quoted_name(s)}.{quoted_name(t)}" for s, t in found)
         raise AmbiguousNameError(
