@@ -16,11 +16,13 @@ query on a table copy of it: medians of ``--runs`` alternated runs.
 
     .venv/bin/python bench/incremental.py [--model ke|lhd] [--e 20] [--rows 1000000] [--weeks 8]
         [--layouts shared,tables]
-    .venv/bin/python bench/incremental.py --curve --weeks 51 [--e 10]   # the year's curve
+    .venv/bin/python bench/incremental.py --curve --weeks 51 [--e 10] [--keep 13]   # the year
 
 ``--curve``: the shared layout alone over ``--weeks`` weekly versions, written as its own
 section (``incremental-curve-<model>``): per version the release time and the file, and
-the file at the last version over the file at v1 (target: <= 2 at v52).
+the file at the last version over the file at v1 (target: <= 2 at v52), and where the
+file's bytes are at v1 and the last version. ``--keep N``: ``sqlanon.retire`` keeps the
+newest N versions served after each release (section ``incremental-curve-<model>-keepN``).
 """
 
 from __future__ import annotations
@@ -108,8 +110,10 @@ def run(
     model: str,
     e: float,
     sizes: bool = False,
+    keep: int | None = None,
 ) -> dict[str, Any]:
-    """The layout's versions; with ``sizes``, :func:`breakdown` after v1 and the last."""
+    """The layout's versions; with ``sizes``, :func:`breakdown` after v1 and the last;
+    with ``keep``, ``sqlanon.retire(keep=keep)`` after each release (timed apart)."""
     saved = release_rows.SHARED
     if layout == "tables":
         release_rows.SHARED = frozenset()
@@ -129,6 +133,8 @@ def run(
             start = time.perf_counter()
             summary = release(con, model, e)
             seconds = time.perf_counter() - start
+            if keep is not None:
+                sqlanon.retire(con, "fam", keep=keep)
             after = size(con, path)
             rows = (
                 con.execute(
@@ -234,7 +240,9 @@ def section(
     return "\n".join(lines) + "\n"
 
 
-def curve_section(n: int, result: dict[str, Any], model: str, e: float) -> str:
+def curve_section(
+    n: int, result: dict[str, Any], model: str, e: float, keep: int | None = None
+) -> str:
     versions = result["versions"]
     first = versions[0]
     last = versions[-1]
@@ -242,13 +250,21 @@ def curve_section(n: int, result: dict[str, Any], model: str, e: float) -> str:
     later = [v["seconds"] / first["seconds"] for v in versions[1:]]
     added = [v["added"] / first["added"] for v in versions[1:]]
     lines = [
-        f"### A year of weekly versions (DuckDB, {model}, shared rows)",
+        f"### A year of weekly versions (DuckDB, {model}, shared rows"
+        + (f", the newest {keep} served)" if keep else ")"),
         "",
         f"`bench/incremental.py --curve`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
         f"{os.cpu_count()} cores, DuckDB {duckdb.__version__}. {n:,} rows, {family}; version "
         f"1, then {len(versions) - 1} weekly versions (+1% inserted, 0.2% deleted, 0.2% with "
         "a changed age). One run; each time is one release on a shared machine. Target (issue "
-        "27): the file at v52 <= 2x the file at v1.",
+        "27): the file at v52 <= 2x the file at v1."
+        + (
+            f" After each release `sqlanon.retire(con, 'fam', keep={keep})` (not in the "
+            "release's time): the older versions' views, history rows and bounds rows go; "
+            "the private state stays."
+            if keep
+            else ""
+        ),
         "",
         f"**File at v{last['version']}: {last['bytes'] / 2**20:.1f} MiB = "
         f"{last['bytes'] / first['bytes']:.2f}x the file at v1 ({first['bytes'] / 2**20:.1f} "
@@ -303,17 +319,20 @@ def main() -> None:
     parser.add_argument("--e", type=float, default=20.0, help="(k,e): e")
     parser.add_argument("--no-report", action="store_true")
     parser.add_argument("--curve", action="store_true", help="the shared layout's curve only")
+    parser.add_argument("--keep", type=int, help="--curve: retire all but the newest KEEP")
     args = parser.parse_args()
     if args.curve:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "curve.duckdb"
             result = run(
-                args.rows, args.weeks, "shared", path, args.runs, args.model, args.e, sizes=True
-            )
-        markdown = curve_section(args.rows, result, args.model, args.e)
+                args.rows, args.weeks, "shared", path, args.runs, args.model, args.e,
+                sizes=True, keep=args.keep,
+            )  # fmt: skip
+        markdown = curve_section(args.rows, result, args.model, args.e, args.keep)
         print(markdown)
         if not args.no_report:
-            print("wrote", report.replace_section(f"incremental-curve-{args.model}", markdown))
+            name = f"incremental-curve-{args.model}" + (f"-keep{args.keep}" if args.keep else "")
+            print("wrote", report.replace_section(name, markdown))
         return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
