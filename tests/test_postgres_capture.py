@@ -283,9 +283,12 @@ def test_a_writer_with_no_right_on_sqlanon_writes_and_cannot_reach_the_capture(
         as_role(db, writer, "UPDATE people SET id = 2000 WHERE id = 1000")
         as_role(db, writer, "UPDATE people SET age = age + 1 WHERE id <= 10")
         as_role(db, writer, "DELETE FROM people WHERE id BETWEEN 11 AND 14")
+        # more than 10 rows: the trigger takes its other way (the key's cast, not JSON)
+        as_role(db, writer, "UPDATE people SET id = id + 5000 WHERE id BETWEEN 31 AND 50")
+        captured = ["1000", "11", "12", "13", "14", *(str(i) for i in range(31, 51))]
         assert sorted(
             r[0] for r in db.execute("SELECT record_key FROM sqlanon.captured").fetchall()
-        ) == ["1000", "11", "12", "13", "14"]
+        ) == sorted(captured)
         for role in (writer, "sqlanon_analyst"):
             for statement in (
                 "SELECT * FROM sqlanon.captured",
@@ -324,12 +327,33 @@ def test_a_writer_with_no_right_on_sqlanon_writes_and_cannot_reach_the_capture(
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only the owner") as e:
                 as_role(db, owner, statement)
             assert "1000" not in str(e.value)
-        assert db.execute("SELECT count(*) FROM sqlanon.captured").fetchone() == (5,)
+        assert db.execute("SELECT count(*) FROM sqlanon.captured").fetchone() == (25,)
+        # An owner captures and releases its own table with an owner's rights only.
+        as_role(db, owner, "CREATE TABLE own (" + COLUMNS + ")")
+        as_role(db, owner, "INSERT INTO own SELECT * FROM people WHERE id <= 30")
+        as_role(db, owner, "SELECT sqlanon.capture_changes('own', 'id')")
+        own_release = (
+            "SELECT sqlanon.release_ke('own', 'own_fam', key => 'id', sensitive => 'salary', "
+            "quasi => ARRAY['age', 'sex'], k => 3, e => 10)"
+        )
+        as_role(db, owner, own_release)
+        as_role(db, owner, "DELETE FROM own WHERE id <= 3")
+        as_role(db, owner, own_release)
+        assert db.execute(
+            "SELECT version, (metrics ->> 'deleted')::int FROM sqlanon.releases "
+            "WHERE family = 'own_fam' ORDER BY 1"
+        ).fetchall() == [(1, 0), (2, 3)]
+        assert db.execute(
+            "SELECT count(*) FROM sqlanon.captured WHERE relid = 'own'::regclass"
+        ).fetchone() == (0,)
+        assert db.execute(
+            "SELECT count(*) FROM sqlanon.capture_marks WHERE family = 'own_fam'"
+        ).fetchone() == (2,)
         # The next release reads the deleted records from the capture.
         summary = sqlanon.release_ke(
             db, "people", "fam", key="id", sensitive="salary", quasi=["age", "sex"], k=3, e=10
         )
-        assert summary["deleted"] == 4 and used == [("people", True)]
+        assert summary["deleted"] == 24 and used == [("people", True)]
         assert db.execute("SELECT count(*) FROM sqlanon.captured").fetchone() == (0,)
         stopped = db.execute("SELECT sqlanon.stop_capture('people')").fetchone()[0]
         assert stopped == {"source": "public.people", "capturing": False, "stopped": True}
@@ -337,7 +361,8 @@ def test_a_writer_with_no_right_on_sqlanon_writes_and_cannot_reach_the_capture(
             "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'people'::regclass"
         ).fetchone() == (0,)
     finally:
-        db.execute("DROP TABLE IF EXISTS mine, theirs")
+        db.execute("DROP TABLE IF EXISTS mine, theirs, own")
+        db.execute("DROP VIEW IF EXISTS own_fam")
         for role in (writer, owner):
             db.execute(sql.SQL("DROP OWNED BY {}").format(ident(role)))
             db.execute(sql.SQL("DROP ROLE {}").format(ident(role)))

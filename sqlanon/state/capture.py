@@ -17,8 +17,10 @@ table since was captured. When that is not known, :func:`gone` returns None and 
 release takes the full pass, silently: capture off, or turned on after the domain's
 latest release, or stopped and started again since (another ``capture_id``); a
 TRUNCATE or the key column dropped since (a row without key); the key column's type
-changed, or a migration of sqlanon's catalog; a table that gained an inheritance child
-or partition (their writes would not fire the table's statement triggers). After a
+changed, the table rewritten (``ALTER TABLE ... TYPE``, ``VACUUM FULL``, ``CLUSTER``), or
+a migration of sqlanon's catalog; a table that gained an inheritance child or partition
+(their writes would not fire the table's statement triggers); a key of a type not built
+in (its captured text, as JSON writes it, is read back through the type). After a
 release, the entries every domain of the source has read past go (:func:`forget`).
 
 What capture cannot see: writes with the triggers disabled (``ALTER TABLE ... DISABLE
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError, PermissionDeniedError
@@ -59,6 +63,7 @@ class Mark:
     snapshot: str
     key_type: int
     key_typmod: int
+    filenode: int
     migrations: int
     type_name: str | None  # the key's type (in pg_catalog), when a builtin one
 
@@ -194,6 +199,7 @@ def mark(session: Session, src: Source, key: str) -> Mark | None:
         snapshot=str(row["snapshot"]),
         key_type=int(row["key_type"]),
         key_typmod=int(row["key_typmod"]),
+        filenode=int(row["filenode"]),
         migrations=int(row["migrations"]),
         type_name=row["type_name"],
     )
@@ -214,6 +220,7 @@ def record(session: Session, release: catalog.Release, taken: Mark | None, src: 
             taken.snapshot,
             taken.key_type,
             taken.key_typmod,
+            taken.filenode,
             taken.migrations,
         ],
     )
@@ -251,35 +258,61 @@ def gone(
     """The records of ``since`` (the domain's latest release) gone from ``src`` now,
     each with whether a release published it, read from the keys captured since it;
     None when capture does not cover every change since (the caller takes the full
-    pass)."""
+    pass), or the key's type is not a builtin one (its captured text could not be read
+    back)."""
     now = mark(session, src, key)
-    if now is None:
+    if now is None or now.type_name is None:
         return None
     found = session.query(
         sqltext.load(session.dialect, "capture_since"), [since.family, since.version]
     )
     if not found:
         return None
-    relid, capture_id, snapshot, key_type, key_typmod, migrations, broken = found[0]
-    if (int(relid), str(capture_id), int(key_type), int(key_typmod), int(migrations)) != (
-        now.relid,
-        now.capture_id,
-        now.key_type,
-        now.key_typmod,
-        now.migrations,
-    ) or broken:
+    relid, capture_id, snapshot, key_type, key_typmod, filenode, migrations, broken = found[0]
+    then = (int(relid), str(capture_id), int(key_type), int(key_typmod), int(filenode))
+    if (
+        broken
+        or int(migrations) != now.migrations
+        or then
+        != (
+            now.relid,
+            now.capture_id,
+            now.key_type,
+            now.key_typmod,
+            now.filenode,
+        )
+    ):
         return None
     q = session.quote_ident
-    fields = {"source": src.qualified(session), "key": q(key)}
-    if now.type_name is not None:  # the key's own type: an index on it serves the probe
-        fields["key_type"] = f"{q('pg_catalog')}.{q(now.type_name)}"
-    rows = session.query(
+    keys = session.query(
         sqltext.render(
-            sqltext.load(
-                session.dialect, "capture_gone" if now.type_name is None else "capture_gone_typed"
-            ),
-            **fields,
+            sqltext.load(session.dialect, "capture_gone_keys"),
+            source=src.qualified(session),
+            key=q(key),
+            key_type=f"{q('pg_catalog')}.{q(now.type_name)}",
         ),
-        [since.family, since.version, now.relid, str(snapshot)],
+        [now.relid, str(snapshot)],
     )
+    if not keys:
+        return []
+    # The few gone keys against the members: one pass over the family's spans, with a
+    # hash of the keys. Statistics of the spans a release just wrote may be missing (a
+    # few rows estimated): a nested loop would then rescan the keys once per member, so
+    # it is off for this statement (and JIT, which its cost estimate would wake).
+    session.load_temp(
+        "_sqlanon_capture_gone",
+        {"record_key": np.array([str(k) for (k,) in keys], dtype=object)},
+        {"record_key": "VARCHAR"},
+    )
+    settings = session.query(
+        "SELECT name, setting FROM pg_catalog.pg_settings WHERE name IN ('enable_nestloop', 'jit')"
+    )
+    for name, _ in settings:
+        session.execute("SELECT pg_catalog.set_config($1, 'off', true)", [name])
+    rows = session.query(
+        sqltext.load(session.dialect, "capture_gone"), [since.family, since.version]
+    )
+    for name, setting in settings:
+        session.execute("SELECT pg_catalog.set_config($1, $2, true)", [name, setting])
+    session.execute("DROP TABLE _sqlanon_capture_gone")
     return [(str(k), bool(published)) for k, published in rows]

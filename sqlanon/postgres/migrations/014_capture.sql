@@ -23,7 +23,9 @@ CREATE TABLE sqlanon.captured (
 );
 -- Per release made while its source was captured: the capture in force and the snapshot
 -- taken before the release read the source (changes it did not see are the entries whose
--- xid is not visible in it), the key column's type then, and the migrations applied.
+-- xid is not visible in it), the key column's type and the table's file then (a rewrite:
+-- ALTER TABLE ... TYPE, TRUNCATE, VACUUM FULL, CLUSTER changes it), and the migrations
+-- applied.
 CREATE TABLE sqlanon.capture_marks (
     family     text NOT NULL,
     version    integer NOT NULL,
@@ -32,6 +34,7 @@ CREATE TABLE sqlanon.capture_marks (
     snapshot   pg_snapshot NOT NULL,
     key_type   oid NOT NULL,
     key_typmod integer NOT NULL,
+    filenode   oid NOT NULL,
     migrations integer NOT NULL,
     PRIMARY KEY (family, version)
 )

@@ -7,7 +7,9 @@
 -- Same names and arguments as DuckDB's sqlanon_* macros (sqlanon/duckdb/sql/functions.sql), in
 -- schema sqlanon and with `name => value`. Every function runs with the CALLER's rights
 -- (SECURITY INVOKER) except sqlanon.release_catalog() and sqlanon.release_hierarchies(),
--- the two SECURITY DEFINER functions (plain SQL, fixed search path).
+-- the two SECURITY DEFINER functions (plain SQL, fixed search path), and the change-capture
+-- triggers' sqlanon.capture_trigger() (PL/pgSQL, fixed search path, owned by the NOLOGIN
+-- role sqlanon_capture, which may only add rows to sqlanon.captured).
 --
 -- Errors. Each public function is PL/pgSQL around a PL/Python one (`sqlanon._<name>`):
 -- the Python side (sqlanon.postgres.server._reported) reports every failure as one
@@ -322,11 +324,15 @@ $fn$;
 -- The trigger function runs with its owner's rights, never the writer's: SECURITY DEFINER,
 -- owned by the NOLOGIN role sqlanon_capture (grants.sql), which may only read
 -- sqlanon.capture_sources and add rows to sqlanon.captured. A writer needs no right on
--- schema sqlanon; a key whose cast to varchar runs the table owner's code runs it with
--- those rights only. Nobody calls it directly (PostgreSQL calls a trigger function only
--- as a trigger), EXECUTE on it (needed to create a trigger with it) is the owners' alone,
--- and on a table capture_changes did not register it records nothing: every row it adds
--- is a key that left a captured table (and a release checks each against the source).
+-- schema sqlanon; a column type whose conversion to JSON runs the table owner's code
+-- runs it with those rights only. Nobody calls it directly (PostgreSQL calls a trigger
+-- function only as a trigger), EXECUTE on it (needed to create a trigger with it) is the
+-- owners' alone, and on a table capture_changes did not register it records nothing:
+-- every row it adds is a key that left a captured table (a release checks each against
+-- the source anyway). A key is recorded as its cast to text writes it when a statement
+-- touched many rows, as JSON writes it when a few (static SQL: the cast would need a
+-- dynamic EXECUTE, planned at every call); the release reads either back through the
+-- key's type (sqlanon/postgres/sql/capture_gone_keys.sql).
 CREATE OR REPLACE FUNCTION sqlanon.capture_trigger() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -343,21 +349,40 @@ BEGIN
     IF TG_OP = 'TRUNCATE' OR key_name IS NULL THEN
         -- every key may have left (or the key column is gone): no key, a full pass next
         INSERT INTO sqlanon.captured (relid, record_key) VALUES (TG_RELID, NULL);
+    ELSIF EXISTS (SELECT FROM sqlanon_old OFFSET 10) THEN
+        -- Many rows: the key's own cast to text, in SQL planned at each statement (~0.1 ms)
+        IF TG_OP = 'DELETE' THEN
+            EXECUTE pg_catalog.format(
+                'INSERT INTO sqlanon.captured (relid, record_key) '
+                'SELECT $1, CAST(o.%1$I AS pg_catalog.varchar) FROM sqlanon_old AS o '
+                'WHERE o.%1$I IS NOT NULL', key_name)
+            USING TG_RELID;
+        ELSE  -- an UPDATE: only the keys no new row has (a changed value keeps its key)
+            EXECUTE pg_catalog.format(
+                'INSERT INTO sqlanon.captured (relid, record_key) SELECT $1, gone.k FROM ('
+                'SELECT CAST(o.%1$I AS pg_catalog.varchar) FROM sqlanon_old AS o '
+                'WHERE o.%1$I IS NOT NULL EXCEPT '
+                'SELECT CAST(n.%1$I AS pg_catalog.varchar) FROM sqlanon_new AS n) AS gone (k)',
+                key_name)
+            USING TG_RELID;
+        END IF;
     ELSIF TG_OP = 'DELETE' THEN
-        EXECUTE pg_catalog.format(
-            'INSERT INTO sqlanon.captured (relid, record_key) '
-            'SELECT $1, CAST(o.%1$I AS pg_catalog.varchar) FROM sqlanon_old AS o '
-            'WHERE o.%1$I IS NOT NULL', key_name)
-        USING TG_RELID;
+        -- A few rows: SQL planned once per session, the key taken by name from each row
+        -- as jsonb (~10 us a row), in the text JSON writes
+        INSERT INTO sqlanon.captured (relid, record_key)
+        SELECT TG_RELID, gone.k
+        FROM (SELECT pg_catalog.jsonb_extract_path_text(pg_catalog.to_jsonb(o), key_name)
+              FROM sqlanon_old AS o) AS gone (k)
+        WHERE gone.k IS NOT NULL;
     ELSE
-        -- an UPDATE: only the keys no new row has (a changed value keeps its key)
-        EXECUTE pg_catalog.format(
-            'INSERT INTO sqlanon.captured (relid, record_key) SELECT $1, gone.k FROM ('
-            'SELECT CAST(o.%1$I AS pg_catalog.varchar) FROM sqlanon_old AS o '
-            'WHERE o.%1$I IS NOT NULL EXCEPT '
-            'SELECT CAST(n.%1$I AS pg_catalog.varchar) FROM sqlanon_new AS n) AS gone (k)',
-            key_name)
-        USING TG_RELID;
+        INSERT INTO sqlanon.captured (relid, record_key)
+        SELECT TG_RELID, gone.k
+        FROM (SELECT pg_catalog.jsonb_extract_path_text(pg_catalog.to_jsonb(o), key_name)
+              FROM sqlanon_old AS o
+              EXCEPT
+              SELECT pg_catalog.jsonb_extract_path_text(pg_catalog.to_jsonb(n), key_name)
+              FROM sqlanon_new AS n) AS gone (k)
+        WHERE gone.k IS NOT NULL;
     END IF;
     RETURN NULL;
 END

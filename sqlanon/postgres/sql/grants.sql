@@ -60,6 +60,8 @@ GRANT SELECT ON sqlanon.members, sqlanon.cells TO sqlanon_owner;
 -- prune what it captured; the trigger function's role only adds what leaves a table.
 GRANT SELECT, INSERT, DELETE ON sqlanon.capture_sources, sqlanon.capture_marks TO sqlanon_owner;
 GRANT SELECT, DELETE ON sqlanon.captured TO sqlanon_owner;
+-- (a capture mark records how many migrations were applied: one since, a full pass)
+GRANT SELECT ON sqlanon.migrations TO sqlanon_owner;
 GRANT USAGE ON SCHEMA sqlanon TO sqlanon_capture;
 GRANT SELECT ON sqlanon.capture_sources TO sqlanon_capture;
 GRANT INSERT ON sqlanon.captured TO sqlanon_capture;
