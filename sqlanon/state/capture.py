@@ -70,11 +70,9 @@ class Mark:
 
 def _require_postgres(session: Session) -> None:
     if session.dialect != "postgres":
+        engine = {"duckdb": "DuckDB", "spark": "Spark"}.get(session.dialect, session.dialect)
         raise ConfigError(
-            "change capture needs PostgreSQL triggers; DuckDB reads the whole source in one pass"
-            if session.dialect == "duckdb"
-            else f"change capture needs PostgreSQL triggers; {session.dialect} reads the "
-            "whole source in one pass"
+            f"change capture needs PostgreSQL triggers; {engine} reads the whole source in one pass"
         )
 
 
@@ -86,6 +84,7 @@ def capture_changes(session: Session, source: str, key: str | None = None) -> di
     with session.transaction():
         src = resolve_source(session, source)
         relid = _captured_table(session, src, "turn change capture on for")
+        session.lock_family(f"capture {relid}")  # two at once: one waits, then finds it on
         key = src.column(_key_of(session, src, key), "key")
         found = session.query(sqltext.load(session.dialect, "capture_current"), [relid])
         attnum = _attnum(session, relid, key)
@@ -114,6 +113,7 @@ def stop_capture(session: Session, source: str) -> dict[str, Any]:
     with session.transaction():
         src = resolve_source(session, source)
         relid = _owned_table(session, src, "turn change capture off for")
+        session.lock_family(f"capture {relid}")
         was = bool(session.query(sqltext.load(session.dialect, "capture_current"), [relid]))
         _drop(session, src, relid)
     return {"source": src.label, "capturing": False, "stopped": was}
@@ -132,11 +132,10 @@ def _drop(session: Session, src: Source, relid: int) -> None:
 
 def _owned_table(session: Session, src: Source, doing: str) -> int:
     """The oid of ``src``; refused unless the caller is (a member of) its owner."""
-    ((relid, owner, member),) = session.query(
-        sqltext.load(session.dialect, "capture_table"), [src.qualified(session)]
-    )[:1] or [(None, None, None)]
-    if relid is None:
+    found = session.query(sqltext.load(session.dialect, "capture_table"), [src.qualified(session)])
+    if not found:
         raise ConfigError(f"{src.label} is not a table: change capture needs a table")
+    relid, owner, member = found[0]
     if not member:
         raise PermissionDeniedError(
             f"only the owner of {src.label} (role {owner}, or a member of it) may {doing} "
