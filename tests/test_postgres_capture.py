@@ -442,3 +442,46 @@ def test_duckdb_refuses_change_capture() -> None:
     ):
         with pytest.raises(ConfigError, match="needs PostgreSQL triggers; DuckDB reads the whole"):
             call()
+
+
+@pytest.mark.parametrize(
+    ("key_type", "key_of"),
+    [
+        ("text", "'k' || i"),
+        ("timestamp", "timestamp '2020-01-01' + i * interval '1 hour'"),
+        ("numeric(12, 2)", "i + 0.5"),
+        ("char(8)", "'c' || i"),
+    ],
+)
+def test_keys_of_other_types_read_back_as_the_members_keys(
+    db: Any, used: list[tuple[str, bool]], key_type: str, key_of: str
+) -> None:
+    """A key captured as JSON writes it (a statement of a few rows) or as its cast does
+    (more than 10) reads back as the text sqlanon.members holds."""
+    for table in ("ka", "kb"):
+        db.execute(
+            sql.SQL(
+                "CREATE TABLE {} (id " + key_type + " PRIMARY KEY, age integer, sex text, "
+                "salary integer)"
+            ).format(ident(table))
+        )
+        db.execute(
+            sql.SQL(
+                "INSERT INTO {} SELECT " + key_of + ", 20 + mod(i * 7, 13), CASE mod(i, 3) "
+                "WHEN 0 THEN 'F' ELSE 'M' END, i * 100 FROM generate_series(1, 60) AS i"
+            ).format(ident(table))
+        )
+    sqlanon.capture_changes(db, "ka", key="id")
+    alike(release(db, "ka"), release(db, "kb"))
+    for change in (
+        "DELETE FROM {} WHERE salary <= 300",
+        "DELETE FROM {} WHERE salary BETWEEN 1000 AND 2500",
+    ):
+        for table in ("ka", "kb"):
+            db.execute(sql.SQL(change).format(ident(table)))
+        used.clear()
+        one = release(db, "ka")
+        alike(one, release(db, "kb"))
+        same(db, "ka", "kb")
+        assert isinstance(one, dict) and one["deleted"] > 0
+        assert [took for table, took in used if table == "ka"] == [True]

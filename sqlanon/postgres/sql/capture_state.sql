@@ -2,15 +2,17 @@
 -- $2, with a snapshot taken now (sqlanon.state.capture.mark); no row when there is none:
 -- not registered, a trigger missing or disabled, the key column not the registered one,
 -- or the table no longer plain (a partition, a parent or a child: their writes would not
--- fire its statement triggers). type_name: the key's type when it is a builtin one
--- (a release reads the captured keys back through it).
+-- fire its statement triggers). type_name: the key's type when it is a builtin one whose
+-- JSON text reads back as the value (not an array, whose JSON is no array literal, nor
+-- json, which to_jsonb rewrites): a release reads the captured keys back through it.
 SELECT s.relid, CAST(s.capture_id AS pg_catalog.text) AS capture_id,
        CAST(pg_catalog.pg_current_snapshot() AS pg_catalog.text) AS snapshot,
        a.atttypid AS key_type, a.atttypmod AS key_typmod,
        pg_catalog.pg_relation_filenode(s.relid) AS filenode,
        (SELECT pg_catalog.count(*) FROM sqlanon.migrations) AS migrations,
        CASE WHEN y.typnamespace = CAST('pg_catalog' AS pg_catalog.regnamespace)
-                 AND y.typtype = 'b' THEN CAST(y.typname AS pg_catalog.text) END AS type_name
+                 AND y.typtype = 'b' AND y.typcategory <> 'A' AND y.typname <> 'json'
+            THEN CAST(y.typname AS pg_catalog.text) END AS type_name
 FROM sqlanon.capture_sources AS s
 JOIN pg_catalog.pg_class AS c ON c.oid = s.relid
 JOIN pg_catalog.pg_attribute AS a
