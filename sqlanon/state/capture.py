@@ -20,7 +20,8 @@ TRUNCATE or the key column dropped since (a row without key); the key column's t
 changed, the table rewritten (``ALTER TABLE ... TYPE``, ``VACUUM FULL``, ``CLUSTER``), or
 a migration of sqlanon's catalog; a table that gained an inheritance child or partition
 (their writes would not fire the table's statement triggers); a key of a type not built
-in (its captured text, as JSON writes it, is read back through the type). After a
+in, an array or json (its captured text, as JSON writes it, is read back through the
+type). After a
 release, the entries every domain of the source has read past go (:func:`forget`).
 
 What capture cannot see: writes with the triggers disabled (``ALTER TABLE ... DISABLE
