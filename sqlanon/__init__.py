@@ -13,6 +13,7 @@ sqlanon.release_lhd(con, "adult", "adult_lhd", key="id", quasi=["age", "sex"],
 from sqlanon.api import (
     attach_export,
     audit,
+    capture_changes,
     erase,
     export,
     hierarchy_widths,
@@ -25,6 +26,7 @@ from sqlanon.api import (
     retire,
     rewrite,
     set_limit,
+    stop_capture,
 )
 from sqlanon.errors import (
     BlockedByReadersError,
@@ -55,6 +57,7 @@ __all__ = [
     "UnsupportedQueryError",
     "attach_export",
     "audit",
+    "capture_changes",
     "erase",
     "export",
     "hierarchy_widths",
@@ -67,4 +70,5 @@ __all__ = [
     "retire",
     "rewrite",
     "set_limit",
+    "stop_capture",
 ]

@@ -21,7 +21,7 @@ from sqlanon.release import retire as retiring
 from sqlanon.session import Session
 from sqlanon.spark import attach as spark_attach
 from sqlanon.spark.session import SparkSqlSession
-from sqlanon.state import audit_reads, catalog, deletions, hierarchies
+from sqlanon.state import audit_reads, capture, catalog, deletions, hierarchies
 
 
 class _CallbackFailed(Exception):
@@ -241,6 +241,26 @@ def retire(con: Any, family: str, keep: int) -> dict[str, Any]:
     with _reported("retire"), session_for(con) as session:
         _require_writable(session, "retire")
         return retiring.retire(session, family, keep)
+
+
+def capture_changes(con: Any, source: str, key: str | None = None) -> dict[str, Any]:
+    """PostgreSQL: turn change capture on for ``source`` (a plain table the caller
+    owns), keyed by ``key`` (default: its releases' key). Triggers then record the keys
+    that leave it, and a later release reads its deleted records from them instead of
+    the whole source (same results); writers pay for it (docs/POSTGRES.md, "Change
+    capture"). Idempotent. DuckDB and Spark refuse it with a ConfigError: they read the
+    whole source in one pass. See :mod:`sqlanon.state.capture`."""
+    with _reported("capture_changes"), session_for(con) as session:
+        _require_writable(session, "capture_changes")
+        return capture.capture_changes(session, source, key)
+
+
+def stop_capture(con: Any, source: str) -> dict[str, Any]:
+    """PostgreSQL: turn change capture off for ``source`` (its triggers and what they
+    captured go); later releases read the whole source again."""
+    with _reported("stop_capture"), session_for(con) as session:
+        _require_writable(session, "stop_capture")
+        return capture.stop_capture(session, source)
 
 
 def load_hierarchies(con: Any, dataset: str, folder: str | None = None) -> dict[str, Any]:

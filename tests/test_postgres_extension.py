@@ -47,6 +47,7 @@ CATALOG = {
     "sqlanon.kept_values", "sqlanon.links", "sqlanon.member_spans", "sqlanon.query_limits",
     "sqlanon.retirements",
     "sqlanon.releases", "sqlanon.state_versions",
+    "sqlanon.capture_sources", "sqlanon.captured", "sqlanon.capture_marks",
 }  # fmt: skip
 
 

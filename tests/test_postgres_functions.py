@@ -370,6 +370,7 @@ def test_install_creates_the_roles_and_revokes_public_execute(adult: Any) -> Non
         " WHERE n.nspname = 'sqlanon' AND p.prosecdef ORDER BY 1"
     ).fetchall()
     assert definers == [
+        ("capture_trigger", ["search_path=pg_catalog, pg_temp"]),
         ("release_catalog", ["search_path=pg_catalog, pg_temp"]),
         ("release_hierarchies", ["search_path=pg_catalog, pg_temp"]),
     ]

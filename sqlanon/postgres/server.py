@@ -21,6 +21,7 @@ from sqlanon.release import ke_release
 from sqlanon.release.lhd_release import release_lhd
 from sqlanon.release.retire import retire
 from sqlanon.state.audit_reads import audit_family
+from sqlanon.state.capture import capture_changes, stop_capture
 from sqlanon.state.deletions import erase
 from sqlanon.state.hierarchies import hierarchy_widths, load_hierarchies
 
@@ -200,13 +201,16 @@ def server_release_lhd(
 @_reported
 def server_call(plpy: Any, verb: str, *args: Any, schema: str | None = None) -> str:
     """``sqlanon.load_hierarchies``, ``sqlanon.hierarchy_widths``, ``sqlanon.audit``,
-    ``sqlanon.erase``, ``sqlanon.retire``."""
+    ``sqlanon.erase``, ``sqlanon.retire``, ``sqlanon.capture_changes``,
+    ``sqlanon.stop_capture``."""
     verbs: dict[str, Callable[..., Any]] = {
         "load_hierarchies": load_hierarchies,
         "hierarchy_widths": hierarchy_widths,
         "audit": audit_family,
         "erase": erase,
         "retire": retire,
+        "capture_changes": capture_changes,
+        "stop_capture": stop_capture,
     }
     session = _in_schema(plpy, schema) if schema is not None else PlpySession(plpy)
     return _json(verbs[verb](session, *args))

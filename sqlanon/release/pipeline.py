@@ -19,13 +19,14 @@ row read into numpy). On either path :func:`run` takes the same stages in the sa
    then the private state (members, kept values, cells).
 
 :func:`release` then records the catalog row and points the family's view at the table
-(:func:`sqlanon.release.publish.publish`). A **dry run** (``Job.dry_run``) takes the same
-read and plan, the same refusals, then stops before the write and returns the summary
-the release would return, marked ``dry_run`` and with what the owner needs to choose
-parameters (:func:`preview_of`); the verb runs it in :func:`transaction`, which rolls
-back whatever the read touched (the changes it applies, the temporary tables), so that
-nothing at all is written. A model on a path contributes its
-:class:`Steps`; the two paths of one model share the model's planner and catalog row,
+(:func:`sqlanon.release.publish.publish`), and, on PostgreSQL with change capture on, the
+capture mark taken before the read (:mod:`sqlanon.state.capture`). A **dry run**
+(``Job.dry_run``) takes the same read and plan, the same refusals, then stops before the
+write and returns the summary the release would return, marked ``dry_run`` and with
+what the owner needs to choose parameters (:func:`preview_of`); the verb runs it in
+:func:`transaction`, which rolls back whatever the read touched (the changes it applies,
+the temporary tables), so that nothing at all is written. A model on a path contributes
+its :class:`Steps`; the two paths of one model share the model's planner and catalog row,
 the two models on one path share that path's reads and writes
 (:mod:`~sqlanon.release.engine_path`, :mod:`~sqlanon.release.row_path`).
 """
@@ -43,7 +44,7 @@ from sqlanon.models.cells import Cells, failing_cells
 from sqlanon.release.domain_scope import DomainScope
 from sqlanon.release.publish import publish
 from sqlanon.session import Session
-from sqlanon.state import catalog, live, release_rows
+from sqlanon.state import capture, catalog, live, release_rows
 from sqlanon.state.source import Source, current_schema, relation
 
 
@@ -300,6 +301,7 @@ def release(
     ``unchanged``, when the release would publish nothing new)."""
     if job.version == 1 and not job.dry_run:
         release_rows.check_free(session, job.family)
+    captured = capture.mark(session, job.src, job.key)  # before the source is read
     written = engine(session, job)
     if written is None:
         written = run(session, job, rows)
@@ -315,6 +317,7 @@ def release(
     if job.dry_run:
         return {**summary_of(row), **preview_of(job, written)}
     publish(session, row, job.readable(session))
+    capture.record(session, row, captured, job.src)
     return summary_of(row)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
 from sqlanon.session import Session
-from sqlanon.state import catalog
+from sqlanon.state import capture, catalog
 from sqlanon.state.source import resolve_source
 
 if TYPE_CHECKING:
@@ -130,10 +130,15 @@ def _gone(
 ) -> list[tuple[str, bool]]:
     """Records of the domain's latest release gone from the source: (key, published).
     When the family made that release, ``known`` (source rows it knew) tells whether any
-    is gone without the anti-join (at 10^6 rows it costs a string join)."""
+    is gone without the anti-join (at 10^6 rows it costs a string join); when the
+    source's changes were captured since that release (:mod:`sqlanon.state.capture`),
+    only the captured keys are looked up."""
     own = family_last is not None and family_last.family == domain_last.family
     if own and known == _family_count(session, domain_last):
         return []
+    captured = capture.gone(session, domain_last, src, key)
+    if captured is not None:  # PostgreSQL, capture on since domain_last: its keys only
+        return captured
     q = session.quote_ident
     return [
         (str(k), bool(published))

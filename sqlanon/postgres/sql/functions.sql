@@ -7,7 +7,9 @@
 -- Same names and arguments as DuckDB's sqlanon_* macros (sqlanon/duckdb/sql/functions.sql), in
 -- schema sqlanon and with `name => value`. Every function runs with the CALLER's rights
 -- (SECURITY INVOKER) except sqlanon.release_catalog() and sqlanon.release_hierarchies(),
--- the two SECURITY DEFINER functions (plain SQL, fixed search path).
+-- the two SECURITY DEFINER functions (plain SQL, fixed search path), and the change-capture
+-- triggers' sqlanon.capture_trigger() (PL/pgSQL, fixed search path, owned by the NOLOGIN
+-- role sqlanon_capture, which may only add rows to sqlanon.captured).
 --
 -- Errors. Each public function is PL/pgSQL around a PL/Python one (`sqlanon._<name>`):
 -- the Python side (sqlanon.postgres.server._reported) reports every failure as one
@@ -303,6 +305,129 @@ DECLARE
     state text;
 BEGIN
     RETURN sqlanon._retire(CAST(pg_catalog.current_schema() AS pg_catalog.text), family, keep);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+-- Change capture (issue 27) ----------------------------------------------------------------
+--
+-- sqlanon.capture_changes(source) puts three statement-level AFTER triggers on a source
+-- table (DELETE and UPDATE with their transition tables, TRUNCATE); each runs
+-- sqlanon.capture_trigger(), which records the keys that left the table in
+-- sqlanon.captured, so that a later release finds the deleted records among them
+-- (sqlanon.state.capture). sqlanon.stop_capture(source) drops them. Both are the table
+-- owner's (sqlanon.state.capture checks it), like sqlanon.retire is the family's owner's.
+--
+-- The trigger function runs with its owner's rights, never the writer's: SECURITY DEFINER,
+-- owned by the NOLOGIN role sqlanon_capture (grants.sql), which may only read
+-- sqlanon.capture_sources and add rows to sqlanon.captured. A writer needs no right on
+-- schema sqlanon; a column type whose conversion to JSON runs the table owner's code
+-- runs it with those rights only. Nobody calls it directly (PostgreSQL calls a trigger
+-- function only as a trigger), EXECUTE on it (needed to create a trigger with it) is the
+-- owners' alone, and on a table capture_changes did not register it records nothing:
+-- every row it adds is a key that left a captured table (a release checks each against
+-- the source anyway). A key is recorded as its cast to text writes it when a statement
+-- touched many rows, as JSON writes it when a few (static SQL: the cast would need a
+-- dynamic EXECUTE, planned at every call); the release reads either back through the
+-- key's type (sqlanon/postgres/sql/capture_gone_keys.sql).
+CREATE OR REPLACE FUNCTION sqlanon.capture_trigger() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    key_name name;
+BEGIN
+    SELECT a.attname INTO key_name
+    FROM sqlanon.capture_sources AS s
+    LEFT JOIN pg_catalog.pg_attribute AS a
+      ON a.attrelid = s.relid AND a.attnum = s.key_attnum AND NOT a.attisdropped
+    WHERE s.relid = TG_RELID;
+    IF NOT FOUND THEN
+        RETURN NULL;  -- a table capture_changes did not register
+    END IF;
+    IF TG_OP = 'TRUNCATE' OR key_name IS NULL THEN
+        -- every key may have left (or the key column is gone): no key, a full pass next
+        INSERT INTO sqlanon.captured (relid, record_key) VALUES (TG_RELID, NULL);
+    ELSIF EXISTS (SELECT FROM sqlanon_old OFFSET 10) THEN
+        -- Many rows: the key's own cast to text, in SQL planned at each statement (~0.1 ms)
+        IF TG_OP = 'DELETE' THEN
+            EXECUTE pg_catalog.format(
+                'INSERT INTO sqlanon.captured (relid, record_key) '
+                'SELECT $1, CAST(o.%1$I AS pg_catalog.varchar) FROM sqlanon_old AS o '
+                'WHERE o.%1$I IS NOT NULL', key_name)
+            USING TG_RELID;
+        ELSE  -- an UPDATE: only the keys no new row has (a changed value keeps its key)
+            EXECUTE pg_catalog.format(
+                'INSERT INTO sqlanon.captured (relid, record_key) SELECT $1, gone.k FROM ('
+                'SELECT CAST(o.%1$I AS pg_catalog.varchar) FROM sqlanon_old AS o '
+                'WHERE o.%1$I IS NOT NULL EXCEPT '
+                'SELECT CAST(n.%1$I AS pg_catalog.varchar) FROM sqlanon_new AS n) AS gone (k)',
+                key_name)
+            USING TG_RELID;
+        END IF;
+    ELSIF TG_OP = 'DELETE' THEN
+        -- A few rows: SQL planned once per session, the key taken by name from each row
+        -- as jsonb (~10 us a row), in the text JSON writes
+        INSERT INTO sqlanon.captured (relid, record_key)
+        SELECT TG_RELID, gone.k
+        FROM (SELECT pg_catalog.jsonb_extract_path_text(pg_catalog.to_jsonb(o), key_name)
+              FROM sqlanon_old AS o) AS gone (k)
+        WHERE gone.k IS NOT NULL;
+    ELSE
+        INSERT INTO sqlanon.captured (relid, record_key)
+        SELECT TG_RELID, gone.k
+        FROM (SELECT pg_catalog.jsonb_extract_path_text(pg_catalog.to_jsonb(o), key_name)
+              FROM sqlanon_old AS o
+              EXCEPT
+              SELECT pg_catalog.jsonb_extract_path_text(pg_catalog.to_jsonb(n), key_name)
+              FROM sqlanon_new AS n) AS gone (k)
+        WHERE gone.k IS NOT NULL;
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._capture_changes(schema text, source text, key text)
+RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "capture_changes", source, key, schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.capture_changes(source text, key text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._capture_changes(CAST(pg_catalog.current_schema() AS pg_catalog.text),
+        source, key);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING ERRCODE = state,
+        MESSAGE = pg_catalog.regexp_replace(failure, '^plpy\.Error: ', '');
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION sqlanon._stop_capture(schema text, source text) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SET search_path = pg_catalog, pg_temp SET client_min_messages = warning
+AS $py$
+# sqlanon: prologue
+from sqlanon.postgres import server
+return server.server_call(plpy, "stop_capture", source, schema=schema)
+$py$;
+
+CREATE OR REPLACE FUNCTION sqlanon.stop_capture(source text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    failure text;
+    state text;
+BEGIN
+    RETURN sqlanon._stop_capture(CAST(pg_catalog.current_schema() AS pg_catalog.text), source);
 EXCEPTION WHEN OTHERS OR query_canceled THEN
     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING ERRCODE = state,

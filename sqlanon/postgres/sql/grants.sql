@@ -13,6 +13,10 @@
 --                    no source, no sqlanon.members (nor its spans), no sqlanon.releases,
 --                    no hierarchy tables
 --                    (lHD releases' hierarchies only through release_hierarchies).
+--   sqlanon_capture  owns sqlanon.capture_trigger() (SECURITY DEFINER), the function of
+--                    the change-capture triggers (issue 27): it may read
+--                    sqlanon.capture_sources and add rows to sqlanon.captured, nothing
+--                    else. Grant it to nobody.
 --
 -- Roles belong to the cluster, not the database: another database's install may create
 -- them at the same moment, hence the duplicate_object handler.
@@ -23,6 +27,9 @@ BEGIN
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'sqlanon_analyst') THEN
         CREATE ROLE sqlanon_analyst NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'sqlanon_capture') THEN
+        CREATE ROLE sqlanon_capture NOLOGIN;
     END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN
     NULL;
@@ -49,6 +56,16 @@ GRANT UPDATE ON sqlanon.hierarchies, sqlanon.hierarchy_widths, sqlanon.member_sp
 GRANT SELECT, INSERT ON sqlanon.retirements TO sqlanon_owner;
 -- The state as of each version (migration 011): views over the spans, read only.
 GRANT SELECT ON sqlanon.members, sqlanon.cells TO sqlanon_owner;
+-- Change capture (migration 014): the owners turn it on and off and releases read and
+-- prune what it captured; the trigger function's role only adds what leaves a table.
+GRANT SELECT, INSERT, DELETE ON sqlanon.capture_sources, sqlanon.capture_marks TO sqlanon_owner;
+GRANT SELECT, DELETE ON sqlanon.captured TO sqlanon_owner;
+-- (a capture mark records how many migrations were applied: one since, a full pass)
+GRANT SELECT ON sqlanon.migrations TO sqlanon_owner;
+GRANT USAGE ON SCHEMA sqlanon TO sqlanon_capture;
+GRANT SELECT ON sqlanon.capture_sources TO sqlanon_capture;
+GRANT INSERT ON sqlanon.captured TO sqlanon_capture;
+ALTER FUNCTION sqlanon.capture_trigger() OWNER TO sqlanon_capture;
 -- The bounds on analyst queries: the owner sets them, analysts' rewrites read them.
 GRANT SELECT, INSERT, UPDATE, DELETE ON sqlanon.query_limits TO sqlanon_owner;
 GRANT SELECT ON sqlanon.query_limits TO sqlanon_analyst;
@@ -74,6 +91,11 @@ GRANT EXECUTE ON FUNCTION
     sqlanon._erase(text, text),
     sqlanon.retire(text, bigint),
     sqlanon._retire(text, text, bigint),
+    sqlanon.capture_changes(text, text),
+    sqlanon._capture_changes(text, text, text),
+    sqlanon.stop_capture(text),
+    sqlanon._stop_capture(text, text),
+    sqlanon.capture_trigger(),
     sqlanon.python_info()
 TO sqlanon_owner;
 GRANT EXECUTE ON FUNCTION
