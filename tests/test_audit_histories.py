@@ -240,3 +240,55 @@ def test_weights_count_records_and_chains_stay_single() -> None:
         audit_domain({"s": s}, [v1], weights=[2, 1, 1, 1], chains=[(0, 1)])
     with pytest.raises(ConfigError, match="at least one record"):
         audit_domain({"s": s}, [v1], weights=[0, 1, 1, 1])
+
+
+@pytest.mark.postgres
+def test_on_postgresql_both_paths_agree(pg_db: str, pg_python_root: Path, pg_conn: Any) -> None:
+    """The same SQL on PostgreSQL (a client session): a (k,e) and an lHD family of one
+    live source and a new family per version, deletions and changed values between
+    versions; the domain's audit, and the newest version audited with an independent
+    release of a copy (which exposes records): both paths agree."""
+    from sqlanon.postgres.install import install_postgres
+    from sqlanon.postgres.session import PsycopgSession
+    from sqlanon.state.audit_reads import audit_versions
+
+    install_postgres(pg_db, python_root=pg_python_root)
+    pg_conn.execute("CREATE TABLE people (id integer, age integer, sex text, s integer)")
+    add = (
+        "INSERT INTO people SELECT i, 20 + mod(i * 7, 30), CASE mod(i, 3) WHEN 0 THEN 'F' "
+        "ELSE 'M' END, mod(i * 37, 5) * 10 FROM generate_series(%s::int, %s::int) AS i"
+    )
+    pg_conn.execute(add, [1, 120])
+    sqlanon.hierarchy_widths(pg_conn, "people", "age", [5, 10, 20])
+    for step in range(3):
+        if step:
+            pg_conn.execute("DELETE FROM people WHERE id %% 31 = %s", [step])
+            pg_conn.execute("UPDATE people SET s = (s + 10) %% 50 WHERE id %% 29 = %s", [step])
+            pg_conn.execute(add, [1000 * step, 1000 * step + 15])
+        sqlanon.release_ke(pg_conn, "people", "p_ke", key="id", sensitive="s", quasi=["age"],
+                           k=3, e=10)  # fmt: skip
+        sqlanon.release_lhd(pg_conn, "people", "p_l", key="id", quasi=["age"],
+                            sensitive=["s"], l=2, max_suppression=0.5)  # fmt: skip
+        # a family per version
+        sqlanon.release_ke(pg_conn, "people", f"p_new{step}", key="id", sensitive="s",
+                           quasi=["sex"], k=2, e=10)  # fmt: skip
+    assert pg_conn.execute("SELECT count(*) FROM sqlanon.links").fetchone()[0] > 0
+    session = PsycopgSession(pg_conn)
+    chosen = sorted(
+        (r for r in catalog.releases(session) if r.domain == "public.people"), key=lambda r: r.seq
+    )
+    assert len(chosen) == 9
+    for records in (False, True):
+        assert audit_domain_of(session, "public.people", records=records) == audit_per_record(
+            session, chosen, records
+        )
+    # an independent release of a copy (another domain), audited with the newest
+    # version (records linked by key): their groups cut each other into small cells
+    pg_conn.execute("CREATE TABLE copy AS SELECT * FROM people")
+    sqlanon.release_ke(pg_conn, "copy", "c_ke", key="id", sensitive="s", quasi=["sex", "age"],
+                       k=2, e=10, domain="copies")  # fmt: skip
+    both = {(r.family, r.version): r for r in catalog.releases(session)}
+    refs = [("p_ke", 3), ("c_ke", 1)]
+    again = audit_versions(session, refs, records=True)
+    assert again == audit_per_record(session, [both[ref] for ref in refs], True)
+    assert again[-1]["exposed"] > 0, again

@@ -16,6 +16,16 @@ under its ghost id, an ordinary member of its groups, and its values come from
 ``sqlanon.kept_values`` when the source changed after the domain's last release: the
 audit replays what was published).
 
+The records stay in the engine (issue 27): each release's reads go to a temporary
+table (``audit_read.sql``), the checks that stop the audit (lost values, keys not
+unique, values that differ between reads) run there, and the driver reads one row per
+distinct history, what every release showed of a record (its group or absence) with
+its values, and how many records share it (``audit_histories.sql``). Records with the
+same history and values are interchangeable to every check of the attacker, which
+weighs each entry by its records; an incarnation of a changed person (``sqlanon.links``)
+stays an entry of its own for the chain check, and so does every record when the
+owner asks for the keys (``records=True``).
+
 One row per release of the domain, in order::
 
     {"family": "patients_ke", "version": 2, "seq": 3, "model": "ke",
