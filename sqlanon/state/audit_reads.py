@@ -238,6 +238,16 @@ def _histories(
     return session.query_arrays(text, [records])
 
 
+def _group_ids(column: np.ndarray) -> np.ndarray:
+    """A release's group per entry, -1 where the release did not publish it (NULL:
+    NaN in a float column, None in an object one)."""
+    if column.dtype.kind in "iu":
+        return column.astype(np.int64)
+    if column.dtype.kind == "f":
+        return np.where(np.isnan(column), -1, column).astype(np.int64)
+    return np.array([-1 if _missing(g) else int(g) for g in column.tolist()], dtype=np.int64)
+
+
 def _column(text: np.ndarray, types: dict[int, str]) -> np.ndarray:
     """One attribute's values (text, None where unread) as the attacker compares them:
     float64 (NaN for NULL) when every source has it as a number, else text."""
@@ -280,10 +290,7 @@ def _audit(
     keys = np.asarray(entries["own_key"], dtype=object)
     attacked = []
     for t, (requirement, published) in enumerate(promised):
-        group = np.array(
-            [-1 if _missing(g) else int(g) for g in np.asarray(entries[f"h{t}"]).tolist()],
-            dtype=np.int64,
-        )
+        group = _group_ids(np.asarray(entries[f"h{t}"]))
         attacked.append(AttackedRelease(group, requirement, published))
     columns = {
         a: _column(np.asarray(entries[f"v{j}"], dtype=object), types[j])
