@@ -169,6 +169,31 @@ def number(value: int) -> Match:
     return Match(str(int(value)))
 
 
+_PIVOTS = frozenset({"min", "max"})
+
+
+def pivot(aggregate: str, value: str, by: str, names: list[str]) -> Match:
+    """One column per value 0, 1, ... of the integer column ``by``: ``aggregate`` (min
+    or max) of ``value`` over the rows where ``by`` is that number, named ``names`` (all
+    quoted: ``"a"."v"``, ``"a"."n"``, ``["v0", ...]`` as ``Session.quote_ident`` wrote
+    them).
+
+    >>> pivot("max", '"g"', '"p"', ['"h0"', '"h1"']).split(", ")
+    ['max(CASE WHEN "p" = 0 THEN "g" END) AS "h0"', 'max(CASE WHEN "p" = 1 THEN "g" END) AS "h1"']
+    """
+    if aggregate not in _PIVOTS:
+        raise ValueError(f"pivot: {aggregate!r} is not one of {sorted(_PIVOTS)}")
+    for ref in [value, by, *names]:
+        if not _QUOTED.match(ref) or " AS " in ref:
+            raise ValueError(f"pivot: {ref!r} is not one quoted column reference")
+    return Match(
+        ", ".join(
+            f"{aggregate}(CASE WHEN {by} = {i} THEN {value} END) AS {name}"
+            for i, name in enumerate(names)
+        )
+    )
+
+
 _KEYED = {
     "duckdb": "sha256($1 || {})",
     "postgres": "sha256(convert_to($1 || {}, 'UTF8'))",

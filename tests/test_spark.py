@@ -294,12 +294,10 @@ def ward(ids: range, seed: int, moved: frozenset[int] = frozenset()) -> list[tup
     ]  # fmt: skip
 
 
-@contextmanager
-def driver_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bool]]]:
-    """Every result the driver collects through sqlanon's Spark session, as it happens:
-    its number of rows and whether it is the units' (sqlanon/sql/lhd_engine_units.sql);
-    every lHD release must take the engine path."""
-    from sqlanon.release import lhd_engine
+def driver_results(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
+    """Every result the driver collects through sqlanon's Spark session from now on, as
+    it happens: its number of rows and whether it is the units'
+    (sqlanon/sql/lhd_engine_units.sql)."""
     from sqlanon.spark.session import SparkSqlSession
 
     sizes: list[tuple[int, bool]] = []
@@ -313,6 +311,15 @@ def driver_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bo
             return out
 
         monkeypatch.setattr(SparkSqlSession, name, counted)
+    return sizes
+
+
+@contextmanager
+def driver_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bool]]]:
+    """:func:`driver_results`; every lHD release must take the engine path."""
+    from sqlanon.release import lhd_engine
+
+    sizes = driver_results(monkeypatch)
     real_release = lhd_engine.release
     taken: list[bool] = []
 
@@ -406,7 +413,30 @@ def test_an_lhd_sequence_on_spark_plans_on_units_and_equals_duckdb(
             )
     assert (on_spark["deleted"], on_spark["inserted"]) == (0, 181)  # ids 3300-3499 not % 11
     assert on_spark["quasi_changed"] > 0 and on_spark["ghosts"] > 0
-    assert [r["exposed"] for r in sqlanon.audit(spark, "ward_lhd")] == [0, 0, 0]
+    audited_like_duckdb(spark, con, monkeypatch, len(rows))
+
+
+def audited_like_duckdb(spark: Any, con: Any, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """The audit of ward_lhd on Spark equals DuckDB's, and the driver collects one row
+    per distinct history (issue 27): as many as DuckDB's audit groups, fewer than the
+    ``n`` records."""
+    from sqlanon.state import audit_reads
+
+    histories: list[int] = []
+    real = audit_reads._histories
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        out = real(*args, **kwargs)
+        histories.append(len(out["records"]))
+        return out
+
+    monkeypatch.setattr(audit_reads, "_histories", counted)
+    on_duckdb = sqlanon.audit(con, "ward_lhd")
+    sizes = driver_results(monkeypatch)
+    on_spark = sqlanon.audit(spark, "ward_lhd")
+    assert [r["exposed"] for r in on_spark] == [0, 0, 0]
+    assert on_spark == [{**r, "domain": "default.ward_l"} for r in on_duckdb]
+    assert histories[0] == histories[1] == max(sizes)[0] < n / 2, (histories, sizes, n)
 
 
 def test_a_killed_or_dead_release_leaves_nothing_and_deletions_make_ghosts(spark: Any) -> None:
@@ -527,6 +557,33 @@ def test_import_sqlanon_does_not_import_pyspark(tmp_path: Path) -> None:
 
     code = "import sys, sqlanon; assert 'pyspark' not in sys.modules, 'pyspark imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_an_audit_that_exposes_records_on_spark_equals_duckdbs(
+    spark: Any, released: dict[str, Any]
+) -> None:
+    """An independent release of a copy of people (another domain) audited with
+    people_ke v2 (records linked by key) exposes records; Spark's figures and keys are
+    DuckDB's (issue 27: the audit's per-record work runs in Spark)."""
+    from sqlanon.api import session_for
+    from sqlanon.state.audit_reads import audit_versions
+
+    con = released["con"]
+    copy = {**KE, "quasi": ["sex", "age"], "k": 2, "e": 10, "domain": "copies"}
+    spark.sql("CREATE TABLE people_copy AS SELECT * FROM people").collect()
+    con.execute("CREATE TABLE people_copy AS SELECT * FROM people")
+    for c in (spark, con):
+        sqlanon.release_ke(c, "people_copy", "copy_ke", **copy)
+    refs = [("people_ke", 2), ("copy_ke", 1)]
+    found = []
+    for c in (spark, con):
+        with session_for(c) as session:
+            found.append([audit_versions(session, refs, records=r) for r in (False, True)])
+    assert found[0][1][-1]["exposed"] > 0
+    spark_domain = {"main.people": "default.people", "copies": "copies"}
+    assert found[0] == [
+        [{**r, "domain": spark_domain[r["domain"]]} for r in audits] for audits in found[1]
+    ]
 
 
 def test_a_new_application_on_the_same_warehouse_finds_the_releases(

@@ -69,15 +69,23 @@ class DomainAudit:
     newly_exposed: np.ndarray
     subtraction_complete: bool = True
     by_chain: np.ndarray | None = None  # None: no chain was given
+    weights: np.ndarray | None = None  # records per entry (None: one each)
 
     def counts(self) -> dict[str, int]:
+        """How many records each check exposes (entries times their weights)."""
+
+        def count(flags: np.ndarray | None) -> int:
+            if flags is None:
+                return 0
+            return int(flags.sum()) if self.weights is None else int(self.weights[flags].sum())
+
         return {
-            "exposed": int(self.exposed.sum()),
-            "newly_exposed": int(self.newly_exposed.sum()),
-            "by_cell": int(self.by_cell.sum()),
-            "by_subtraction": int(self.by_subtraction.sum()),
-            "by_comparison": int(self.by_comparison.sum()),
-            "by_chain": 0 if self.by_chain is None else int(self.by_chain.sum()),
+            "exposed": count(self.exposed),
+            "newly_exposed": count(self.newly_exposed),
+            "by_cell": count(self.by_cell),
+            "by_subtraction": count(self.by_subtraction),
+            "by_comparison": count(self.by_comparison),
+            "by_chain": count(self.by_chain),
         }
 
 
@@ -100,6 +108,19 @@ def _validate(
     return n, attributes, [g.astype(np.int64) for g in groups]
 
 
+def _validate_weights(
+    weights: np.ndarray | Sequence[int], n: int, chains: Sequence[tuple[int, ...]]
+) -> np.ndarray:
+    out = np.asarray(weights)
+    if out.shape != (n,) or (out.size and out.dtype.kind not in "iu"):
+        raise ConfigError(f"weights must be one integer per entry ({n})")
+    if (out < 1).any():
+        raise ConfigError("every entry stands for at least one record (weights >= 1)")
+    if any(out[r] != 1 for chain in chains for r in chain):
+        raise ConfigError("an incarnation in a chain is one record: its weight must be 1")
+    return out.astype(np.int64)
+
+
 def _budget(groups: int) -> int:
     return min(MAX_DERIVED, max(MIN_DERIVED, DERIVED_PER_GROUP * groups))
 
@@ -111,12 +132,19 @@ def audit_domain(
     shortcut: bool = True,
     max_derived: int | None = None,
     chains: Sequence[Sequence[int]] = (),
+    weights: np.ndarray | Sequence[int] | None = None,
 ) -> list[DomainAudit]:
     """One :class:`DomainAudit` per prefix of ``releases`` (the attacker holding
     releases 1..t), for the records 0..n-1 of the domain (see :mod:`sqlanon.attacker`).
-    ``chains``: each changed person's incarnations (records), oldest first."""
+    ``chains``: each changed person's incarnations (records), oldest first.
+
+    ``weights``: entry ``i`` stands for ``weights[i]`` records with its history and its
+    values (each check treats them alike: their cell is one, their values one), so the
+    counts are weighted; an incarnation in a chain is an entry of its own (weight 1).
+    """
     n, attributes, groups = _validate(values, releases)
     chains = validate_chains(chains, n)
+    weight = None if weights is None else _validate_weights(weights, n, chains)
     encoded = [Encoded.of(a, values[a]) for a in attributes]
     cells = DomainCells.empty(n, len(attributes))
     exposed = np.zeros(n, dtype=bool)
@@ -151,7 +179,9 @@ def audit_domain(
         by_chain = chain_exposed(cells, encoded, chains)
         now = exposed | flags[0] | flags[1] | flags[2] | by_chain
         out.append(
-            DomainAudit(flags[0], flags[1], flags[2], now, now & ~exposed, complete, by_chain)
+            DomainAudit(
+                flags[0], flags[1], flags[2], now, now & ~exposed, complete, by_chain, weight
+            )
         )
         exposed = now
     return out

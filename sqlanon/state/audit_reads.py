@@ -16,6 +16,16 @@ under its ghost id, an ordinary member of its groups, and its values come from
 ``sqlanon.kept_values`` when the source changed after the domain's last release: the
 audit replays what was published).
 
+The records stay in the engine (issue 27): each release's reads go to a temporary
+table (``audit_read.sql``), the checks that stop the audit (lost values, keys not
+unique, values that differ between reads) run there, and the driver reads one row per
+distinct history, what every release showed of a record (its group or absence) with
+its values, and how many records share it (``audit_histories.sql``). Records with the
+same history and values are interchangeable to every check of the attacker, which
+weighs each entry by its records; an incarnation of a changed person (``sqlanon.links``)
+stays an entry of its own for the chain check, and so does every record when the
+owner asks for the keys (``records=True``).
+
 One row per release of the domain, in order::
 
     {"family": "patients_ke", "version": 2, "seq": 3, "model": "ke",
@@ -112,56 +122,87 @@ def _requirement(r: catalog.Release) -> tuple[Requirement, tuple[str, ...]]:
     raise ConfigError(f"{r.family} v{r.version}: the audit knows no model {r.model!r}")
 
 
-def _read(
-    session: Session, r: catalog.Release, published: Sequence[str], others: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Keys (ghost ids for ghosts) and groups of the records ``r`` published, and their
-    values of each attribute with where they were found: a live record's from the
-    source now, a ghost's as the domain keeps it. ``published`` (what ``r`` published)
-    must be found for every record; ``others`` (what other releases of the audit
-    published: the chain check compares every attribute) where they can be."""
-    p = r.parameters
-    source = resolve_source(session, p["source"])
+def _stage(
+    session: Session, chosen: Sequence[catalog.Release], promised: Sequence[Any], every: list[str]
+) -> list[dict[int, str]]:
+    """Fill ``_sqlanon_audit`` (in the engine) with what each release published: per
+    record its group and its value of each attribute, and where it was found (a live
+    record's from the source now, a ghost's as the domain keeps it). What a release
+    published must be found for every record; what other releases of the audit
+    published (the chain check compares every attribute) where it can be. Returns,
+    per attribute, the type of its column in each release's source that has it."""
     q = session.quote_ident
-    template = sqltext.load(session.dialect, "audit_published_values")
-    keys = groups = np.zeros(0, dtype=object)
-    values = {}
-    for a in [*published, *(a for a in others if a not in published)]:
-        required = a in published
-        if a not in source.columns:
-            if not required:
-                continue
-            raise ConfigError(
-                f"{r.family} v{r.version} published {a!r}, which {p['source']} no longer "
-                "has: the audit needs its true values"
+    session.execute("DROP TABLE IF EXISTS _sqlanon_audit")
+    session.execute(sqltext.load(session.dialect, "audit_reads_table"))
+    template = sqltext.load(session.dialect, "audit_read")
+    types: list[dict[int, str]] = [{} for _ in every]
+    for position, (r, (_, published)) in enumerate(zip(chosen, promised, strict=True)):
+        p = r.parameters
+        source = resolve_source(session, p["source"])
+        for j, a in enumerate(every):
+            required = a in published
+            if a not in source.columns:
+                if not required:
+                    continue
+                raise ConfigError(
+                    f"{r.family} v{r.version} published {a!r}, which {p['source']} no longer "
+                    "has: the audit needs its true values"
+                )
+            text = sqltext.render(
+                template, key=q(p["key"]), column=q(a), source=source.qualified(session)
             )
-        text = sqltext.render(
-            template, key=q(p["key"]), column=q(a), source=source.qualified(session)
-        )
-        rows = session.query_arrays(text, [r.family, r.version, r.domain, a])
-        keys = np.asarray(rows["record_key"], dtype=object)
-        groups = np.asarray(rows["group_id"]).astype(np.int64)
-        found = np.asarray(rows["found"], dtype=bool)
-        if required and not found.all():
-            lost = ~found
-            ghost = np.asarray(rows["ghost"], dtype=bool)
+            session.execute(text, [r.family, r.version, r.domain, a, position, j, required])
+            types[j][position] = source.columns[a]
+    return types
+
+
+def _refuse_unreadable(
+    session: Session, chosen: Sequence[catalog.Release], every: list[str]
+) -> None:
+    """Refuse published records whose values are lost, and keys that are not unique."""
+    found = session.query_dicts(sqltext.load(session.dialect, "audit_problems"))
+    for row in found:
+        r, a = chosen[int(row["position"])], every[int(row["attribute"])]
+        p = r.parameters
+        if int(row["lost"]):
             what = (
                 f"ghost(s) (deleted or changed records) {r.family} v{r.version} published "
                 f"have no kept value of {a!r}"
-                if ghost[lost].all()
+                if int(row["only_ghosts"])
                 else f"record(s) {r.family} v{r.version} published are no longer in {p['source']}"
             )
             raise ConfigError(
-                f"{int(lost.sum())} {what} (e.g. key {keys[lost][0]!r}): the audit needs the "
-                "true values of every published record"
+                f"{int(row['lost'])} {what} (e.g. key {row['example']!r}): the audit needs "
+                "the true values of every published record"
             )
-        if np.unique(keys).size != keys.size:
+        raise ConfigError(
+            f"the key {p['key']!r} of {p['source']} is not unique any more: the audit "
+            "cannot tell which row was published"
+        )
+
+
+def _refuse_changed_values(
+    session: Session,
+    chosen: Sequence[catalog.Release],
+    every: list[str],
+    types: list[dict[int, str]],
+) -> None:
+    """A record read again must have the same value (NULL equals NULL), compared as each
+    source types it. The engine sends only the reads that differ as text."""
+    rows = session.query(sqltext.load(session.dialect, "audit_value_conflicts"))
+    first: dict[tuple[str, int], Any] = {}
+    for key, j, position, text in rows:
+        j, position = int(j), int(position)
+        value = _typed(np.array([text], dtype=object), types[j][position])[0]
+        value = value.item() if hasattr(value, "item") else value
+        old = first.setdefault((key, j), value)
+        if old is not value and old != value and not (_missing(old) and _missing(value)):
+            r = chosen[position]
             raise ConfigError(
-                f"the key {p['key']!r} of {p['source']} is not unique any more: the audit "
-                "cannot tell which row was published"
+                f"record {key!r} has {every[j]} = {value!r} in the source of "
+                f"{r.family} v{r.version} and {old!r} in an earlier release's: the audit "
+                "assumes a record's values do not change"
             )
-        values[a] = (_typed(np.asarray(rows["value"], dtype=object), source.columns[a]), found)
-    return keys, groups, values
 
 
 def _typed(text: np.ndarray, column_type: str) -> np.ndarray:
@@ -176,6 +217,43 @@ def _typed(text: np.ndarray, column_type: str) -> np.ndarray:
     if _NUMERIC.search(kind):
         return np.array([np.nan if v is None else float(v) for v in text.tolist()])
     return text
+
+
+def _histories(
+    session: Session, releases: int, every: list[str], records: bool
+) -> dict[str, np.ndarray]:
+    """The audit's records, one entry per distinct history and values (its number of
+    records in ``records``; ``own_key`` for an incarnation of a changed person, or for
+    every record when ``records``): groups ``h0``.. per release, values ``v0``.."""
+    q = session.quote_ident
+    history = [q(f"h{t}") for t in range(releases)]
+    values = [q(f"v{j}") for j in range(len(every))]
+    a = q("a")
+    text = sqltext.render(
+        sqltext.load(session.dialect, "audit_histories"),
+        history=sqltext.pivot("max", f"{a}.{q('group_id')}", f"{a}.{q('position')}", history),
+        values=sqltext.pivot("min", f"{a}.{q('value')}", f"{a}.{q('attribute')}", values),
+        names=", ".join(history + values),
+    )
+    return session.query_arrays(text, [records])
+
+
+def _group_ids(column: np.ndarray) -> np.ndarray:
+    """A release's group per entry, -1 where the release did not publish it (NULL:
+    NaN in a float column, None in an object one)."""
+    if column.dtype.kind in "iu":
+        return column.astype(np.int64)
+    if column.dtype.kind == "f":
+        return np.where(np.isnan(column), -1, column).astype(np.int64)
+    return np.array([-1 if _missing(g) else int(g) for g in column.tolist()], dtype=np.int64)
+
+
+def _column(text: np.ndarray, types: dict[int, str]) -> np.ndarray:
+    """One attribute's values (text, None where unread) as the attacker compares them:
+    float64 (NaN for NULL) when every source has it as a number, else text."""
+    if types and all(_NUMERIC.search(t.lower()) for t in types.values()):
+        return np.array([np.nan if v is None else float(v) for v in text.tolist()])
+    return np.array([None if _missing(v) else v for v in text.tolist()], dtype=object)
 
 
 def _chains(
@@ -196,75 +274,32 @@ def _chains(
     return out
 
 
-class _Values:
-    """One attribute over the domain's records, filled release by release; a record
-    read again must have the same value (NULL equals NULL)."""
-
-    def __init__(self, name: str, n: int) -> None:
-        self.name = name
-        self.read = np.zeros(n, dtype=bool)
-        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
-        self.first = np.full(n, None, dtype=object)
-
-    def add(
-        self, rows: np.ndarray, column: np.ndarray, r: catalog.Release, keys: np.ndarray
-    ) -> None:
-        boxed = column.astype(object)
-        again = self.read[rows]
-        old, new = self.first[rows[again]], boxed[again]
-        differ = np.flatnonzero(old != new)
-        for i in differ.tolist():
-            if not (_missing(old[i]) and _missing(new[i])):
-                raise ConfigError(
-                    f"record {keys[rows[again][i]]!r} has {self.name} = {new[i]!r} in the "
-                    f"source of {r.family} v{r.version} and {old[i]!r} in an earlier "
-                    "release's: the audit assumes a record's values do not change"
-                )
-        self.first[rows[~again]] = boxed[~again]
-        self.read[rows] = True
-        self.parts.append((rows, column))
-
-    def column(self) -> np.ndarray:
-        """Numbers as float64 (NaN where unread or NULL) when every read was numeric,
-        else objects (None where unread)."""
-        if self.parts and all(c.dtype.kind in "biuf" for _, c in self.parts):
-            out = np.full(self.read.size, np.nan)
-            for rows, column in self.parts:
-                out[rows] = column
-            return out
-        return self.first
-
-
 def _audit(
     session: Session, chosen: Sequence[catalog.Release], records: bool
 ) -> list[dict[str, Any]]:
     promised = [_requirement(r) for r in chosen]
     every = sorted({a for _, published in promised for a in published})
-    reads = [
-        _read(session, r, published, every)
-        for r, (_, published) in zip(chosen, promised, strict=True)
-    ]
-    keys, index = np.unique(
-        np.concatenate([k for k, _, _ in reads] or [np.zeros(0, dtype=object)]).astype(str),
-        return_inverse=True,
-    )
-    n = keys.size
+    try:
+        types = _stage(session, chosen, promised, every)
+        _refuse_unreadable(session, chosen, every)
+        _refuse_changed_values(session, chosen, every, types)
+        entries = _histories(session, len(chosen), every, records)
+    finally:
+        session.execute("DROP TABLE IF EXISTS _sqlanon_audit")
+    weights = np.asarray(entries["records"]).astype(np.int64)
+    keys = np.asarray(entries["own_key"], dtype=object)
     attacked = []
-    values: dict[str, _Values] = {}
-    offset = 0
-    for r, (requirement, published), (read_keys, groups, read_values) in zip(
-        chosen, promised, reads, strict=True
-    ):
-        rows = index[offset : offset + read_keys.size]
-        offset += read_keys.size
-        group = np.full(n, -1, dtype=np.int64)
-        group[rows] = groups
+    for t, (requirement, published) in enumerate(promised):
+        group = _group_ids(np.asarray(entries[f"h{t}"]))
         attacked.append(AttackedRelease(group, requirement, published))
-        for a, (column, found) in read_values.items():
-            values.setdefault(a, _Values(a, n)).add(rows[found], column[found], r, keys)
-    columns = {a: v.column() for a, v in values.items()}
-    chains = _chains(session, [r.domain for r in chosen], {k: i for i, k in enumerate(keys)})
-    results = audit_domain(columns, attacked, chains=chains)
+    columns = {
+        a: _column(np.asarray(entries[f"v{j}"], dtype=object), types[j])
+        for j, a in enumerate(every)
+        if types[j]
+    }
+    own = {k: i for i, k in enumerate(keys.tolist()) if not _missing(k)}
+    chains = _chains(session, [r.domain for r in chosen], own)
+    results = audit_domain(columns, attacked, chains=chains, weights=weights)
     out = []
     for position, (r, result) in enumerate(zip(chosen, results, strict=True), start=1):
         row: dict[str, Any] = {
@@ -277,7 +312,7 @@ def _audit(
             "subtraction_complete": result.subtraction_complete,
         }
         if records:
-            row["records"] = {c: keys[getattr(result, c)].tolist() for c in _COUNTS}
+            row["records"] = {c: sorted(keys[getattr(result, c)].tolist()) for c in _COUNTS}
         out.append(row)
     return out
 
