@@ -105,7 +105,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("OFF")
-    assert sqlanon.install(session) == ["001_catalog", "011_member_spans", "013_retirements"]
+    assert sqlanon.install(session) == [
+        "001_catalog",
+        "011_member_spans",
+        "013_retirements",
+        "014_shared_rows",
+    ]
     assert sqlanon.install(session) == []  # idempotent
     yield session
     session.stop()

@@ -5,7 +5,8 @@ A (k,e) or lHD release made on Spark equals the DuckDB release (the same groups 
 the same records and values, members, cells and bounds), the audit reports no exposed
 record, interval answers contain the true answer, an lHD sequence (inserts, ghosts,
 changed quasi-identifiers) plans on units without collecting rows in the driver and
-publishes DuckDB's classes, deletions make ghosts, a release that
+publishes DuckDB's classes, versions share their rows (a release appends parquet files
+for what changed; earlier versions read as they did), deletions make ghosts, a release that
 fails after writing its table (and the catalog's tables anew) leaves nothing visible, a
 dead driver's leftovers are removed by the next release, bad input is refused before
 anything is written, a new application finds the releases, and the CLI takes a master.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -533,6 +535,81 @@ def test_bad_input_is_refused_and_writes_nothing(spark: Any) -> None:
             sqlanon.release_ke(spark, source, family, **args)
         assert state(spark) == before, (source, family)
     assert spark_rows(spark, "SELECT count(*) FROM ward") == [(40,)]
+
+
+def _live_step(rows: list[tuple[Any, ...]], rng: np.random.Generator, start: int) -> list[Any]:
+    """The source after one random live change: a few records deleted, a few ages and
+    a few values changed, a few inserted."""
+    order = rng.permutation(len(rows))
+    gone, aged, valued = (set(order[i : i + int(rng.integers(1, 4))]) for i in (0, 10, 20))
+    kept = [
+        (i, age + (1 if j in aged else 0), sex, loss + (10 if j in valued else 0))
+        for j, (i, age, sex, loss) in enumerate(rows)
+        if j not in gone
+    ]
+    return kept + people(start, int(rng.integers(2, 6)), start)
+
+
+def _files(spark: Any, table: str) -> dict[str, int]:
+    spark.sql(f"REFRESH TABLE {table}").collect()
+    return {
+        f: Path(f.removeprefix("file:")).stat().st_size for f in spark.table(table).inputFiles()
+    }
+
+
+def test_versions_share_rows_on_spark_and_a_release_appends_what_changed(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a short random live sequence, every earlier version reads (as a multiset)
+    exactly as it did after every later release; a release adds parquet files (the old
+    ones stay as they were) holding only what changed; a family whose first version is a
+    table of its own (a catalog from before shared rows) keeps it and shares from its
+    next version; retire drops old versions' views and tables."""
+    from sqlanon.state import release_rows
+
+    rng = np.random.default_rng(27)
+    rows: list[Any] = people(7000, 90, 27)
+    seen: dict[str, Counter[tuple[Any, ...]]] = {}
+
+    def release() -> dict[str, Any]:
+        spark.createDataFrame(rows, SCHEMA).write.mode("overwrite").saveAsTable("live")
+        summary = sqlanon.release_ke(spark, "live", "live_ke", **KE)
+        for name in [f"live_ke_v{v}" for v in range(1, summary["version"] + 1)]:
+            now = Counter(spark_rows(spark, f"SELECT * FROM {name}"))
+            assert seen.setdefault(name, now) == now, name
+        return summary
+
+    with monkeypatch.context() as before_sharing:
+        before_sharing.setattr(release_rows, "SHARED", frozenset({"duckdb", "postgres"}))
+        release()
+    assert not spark.catalog.tableExists("sqlanon.live_ke__rows")
+    table = "sqlanon.live_ke__rows"
+    appended, files = [], [_files(spark, "default.live_ke_v1")]
+    for version in (2, 3):
+        rows = _live_step(rows, rng, 7000 + 100 * version)
+        before = _files(spark, table) if version > 2 else {}
+        summary = release()
+        assert summary["version"] == version
+        after = _files(spark, table)
+        assert {f: after[f] for f in before} == before  # old files stay as they were
+        files.append({f: n for f, n in after.items() if f not in before})
+        appended.append(
+            spark_rows(spark, f"SELECT count(*) FROM {table} WHERE sqlanon_first = {version}")[0][0]
+        )
+    # the first shared version writes its rows whole, a later one what changed (rows:
+    # at this size a parquet file's bytes are mostly its header and footer)
+    assert appended[0] == spark_rows(spark, "SELECT count(*) FROM live_ke_v2")[0][0]
+    assert all(0 < n <= appended[0] // 3 for n in appended[1:]), appended
+    assert all(files[1:]), "each release adds files"
+    hidden = {"sqlanon_first", "sqlanon_row", "sqlanon_last"}
+    assert not hidden & (
+        set(spark.table("live_ke_v3").columns) | set(spark.table("live_ke").columns)
+    )
+    assert sqlanon.retire(spark, "live_ke", 1)["retired"] == [1, 2]
+    assert not any(spark.catalog.tableExists(f"live_ke_v{v}") for v in (1, 2))
+    assert Counter(spark_rows(spark, "SELECT * FROM live_ke_v3")) == seen["live_ke_v3"]
+    answer = sqlanon.interval(spark, "SELECT SUM(loss) AS s FROM live_ke_v3 WHERE age < 40")[0]
+    assert answer["s_low"] <= answer["s_high"]
 
 
 def test_the_cli_takes_a_spark_master_url(

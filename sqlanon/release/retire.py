@@ -1,11 +1,13 @@
 """Retention (issue 27): ``retire(family, keep)`` stops serving every version of a family
 but its newest ``keep``.
 
-What goes: each retired version's view ``<family>_v<N>`` (Spark: its table) and, for
-(k,e), its bounds view, and the rows no served version needs any more: history rows last
-shown before the oldest served version, and bounds rows likewise. Every served version
-reads exactly as before (a served version reads current rows and history rows shown at
-it, never one last shown earlier).
+What goes: each retired version's view ``<family>_v<N>`` and, for (k,e), its bounds
+view, and the rows no served version needs any more: history rows last shown before the
+oldest served version, and bounds rows likewise. On Spark (append-only rows:
+:mod:`sqlanon.state.spark_rows`) the views go (a version released before its family's
+rows were shared: its table) and the bounds tables, while the rows stay in their files.
+Every served version reads exactly as before (a served version reads current rows and
+history rows shown at it, never one last shown earlier).
 
 What stays: the private state (``sqlanon.members`` and ``cells`` over their spans, kept
 values, links) and every catalog row of ``sqlanon.releases``. Retiring a version does
@@ -29,7 +31,7 @@ from sqlanon import sqltext
 from sqlanon.errors import ConfigError, PermissionDeniedError
 from sqlanon.release.publish import run_briefly
 from sqlanon.session import Session, WaitsForReaders
-from sqlanon.state import catalog, release_rows
+from sqlanon.state import catalog, release_rows, spark_rows
 from sqlanon.state.source import BOUNDS_SCHEMAS, current_schema, render_sql
 
 
@@ -100,7 +102,7 @@ def _delete_rows(session: Session, newest: catalog.Release, target: int) -> tupl
     them (-1: none) and the rows deleted (history, bounds)."""
     family = newest.family
     ceiling, history_rows, bounds_rows = -1, 0, 0
-    if release_rows.shared(session):
+    if release_rows.shared(session) and session.dialect not in release_rows.APPEND_ONLY:
         q = session.quote_ident
         history = release_rows.qualified(session, release_rows.history_name(family))
         group = q("group_id" if newest.model == "ke" else "class_id")
@@ -119,15 +121,18 @@ def _delete_rows(session: Session, newest: catalog.Release, target: int) -> tupl
 
 
 def _drop_versions(session: Session, retiring: list[catalog.Release]) -> None:
-    """Drop each retired version's view (Spark: table) and bounds view; on PostgreSQL in
+    """Drop each retired version's view and bounds view (Spark: bounds table); on PostgreSQL in
     short attempts, so that an analyst reading one delays the retirement a little at
     most, or fails it with :class:`BlockedByReadersError` (nothing written)."""
     q = session.quote_ident
-    kind = "VIEW" if release_rows.shared(session) else "TABLE"
+    appending = session.dialect in release_rows.APPEND_ONLY
+    stored = spark_rows.shown_columns(session) if appending else {}
     for release in retiring:
         schema = release.schema or current_schema(session)
         view = f"{q(schema)}.{q(release.table_name)}"
-        drops = [f"DROP {kind} IF EXISTS {view}"]
+        is_view = (release.family, release.version) in stored if appending else True
+        drops = [f"DROP {'VIEW' if is_view else 'TABLE'} IF EXISTS {view}"]
+        kind = "TABLE" if appending else "VIEW"  # Spark keeps a bounds table per version
         if release.model == "ke":
             where = release.parameters.get("bounds_schema")
             if not isinstance(where, str):

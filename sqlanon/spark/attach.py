@@ -11,9 +11,10 @@ from typing import Any
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
+from sqlanon.release import retire
 from sqlanon.spark.session import SparkSqlSession
-from sqlanon.spark.undo import location
-from sqlanon.state import catalog, migrations
+from sqlanon.spark.undo import FAMILY_TABLES, location
+from sqlanon.state import catalog, migrations, spark_rows
 
 
 def is_spark_session(con: Any) -> bool:
@@ -119,7 +120,8 @@ def _subdirectories(spark: Any, location: str) -> dict[str, str]:
 def attach(session: SparkSqlSession) -> list[str]:
     """Spark's default (in-memory) catalog forgets its tables when the application
     ends; their files stay in the warehouse. Register again the catalog tables (with
-    their declared columns) and bounds tables of database ``sqlanon`` found there.
+    their declared columns), bounds tables and families' rows tables of database
+    ``sqlanon`` found there.
     Returns the tables attached. A Hive metastore keeps them itself: nothing to do."""
     spark = session.spark
     if not _in_memory(spark):
@@ -138,7 +140,7 @@ def attach(session: SparkSqlSession) -> list[str]:
             continue
         if name in ddl:
             spark.sql(f"{ddl[name]} LOCATION {_literal(path)}").collect()
-        elif name.endswith("_bounds"):
+        elif name.endswith(("_bounds", *FAMILY_TABLES)):
             spark.catalog.createTable(f"sqlanon.`{name}`", path=path, source="parquet")
         else:
             continue
@@ -168,7 +170,8 @@ def attach_state_views(session: SparkSqlSession) -> list[str]:
 
 def attach_releases(session: SparkSqlSession) -> list[str]:
     """With the in-memory catalog, register again each release table of the current
-    database left by an earlier application, each family's view of its newest, and
+    database left by an earlier application (each version stored in its family's rows:
+    its view, ``sqlanon.release_columns``), each family's view of its newest, and
     each release's source table found in its database's warehouse folder (the audit
     reads the source's true values: ``sqlanon audit --db local[2] fam`` in a new
     application works from the catalog alone)."""
@@ -179,10 +182,18 @@ def attach_releases(session: SparkSqlSession) -> list[str]:
     here = _subdirectories(spark, location(spark, q(session.current_schema())))
     attached = []
     newest: dict[str, str] = {}
+    shown = spark_rows.shown_columns(session)
     for release in catalog.releases(session):
         newest[release.family] = release.table_name
         name = release.table_name
-        if not spark.catalog.tableExists(name) and name.lower() in here:
+        if spark.catalog.tableExists(name):
+            continue
+        columns = shown.get((release.family, release.version))
+        if columns is not None and release.version >= retire.served_from(session, release.family):
+            view = spark_rows.view_sql(session, release.family, release.version, q(name), columns)
+            spark.sql(view).collect()
+            attached.append(name)
+        elif name.lower() in here:
             spark.catalog.createTable(name, path=here[name.lower()], source="parquet")
             attached.append(name)
     attached += _attach_sources(session)

@@ -49,13 +49,13 @@ from typing import Any
 import numpy as np
 
 from sqlanon.errors import ConfigError
-from sqlanon.spark.undo import CATALOG_TABLES, IDENT, Transaction, recover
+from sqlanon.spark.undo import CATALOG_TABLES, IDENT, Transaction, appended, recover
 
 #: Where temporary tables are materialized (parquet tables behind temporary views).
 WORK_DATABASE = "sqlanon_work"
 
 _TEMP_TABLE = re.compile(
-    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+AS\s+(.*)$",
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+TABLE\s+`?([A-Za-z_][A-Za-z0-9_]*)`?\s+AS\s+(.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 _DROP_TABLE = re.compile(
@@ -77,7 +77,9 @@ _OVERWRITE = re.compile(
 _INSERT_TEMP = re.compile(
     r"^\s*INSERT\s+INTO\s+(_sqlanon_[a-z_]+)\s+(.*)$", re.IGNORECASE | re.DOTALL
 )
-_INSERTS = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?sqlanon\.`?([a-z_]+)`?", re.IGNORECASE)
+_INSERTS = re.compile(
+    r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?`?sqlanon`?\.`?([A-Za-z0-9_]+)`?", re.IGNORECASE
+)
 _SPARK_TYPES = {
     "VARCHAR": "STRING",
     "DOUBLE PRECISION": "DOUBLE",
@@ -193,7 +195,7 @@ class SparkSqlSession:
         if into_temp and into_temp.group(1) in self._temp:
             text = f"INSERT INTO {self._temp[into_temp.group(1)]} {into_temp.group(2)}"
         inserts = _INSERTS.match(text)
-        if inserts and self._tx is not None and inserts.group(1) in CATALOG_TABLES:
+        if inserts and self._tx is not None and appended(inserts.group(1)):
             self._tx.writing(self, inserts.group(1))
         created = _CREATES.match(text)
         if created and self._tx is not None:

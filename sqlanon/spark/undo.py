@@ -125,7 +125,17 @@ CATALOG_TABLES = (
     "hierarchies",
     "hierarchy_widths",
     "query_limits",
+    "release_columns",
 )
+#: The endings of a family's append-only tables in database ``sqlanon`` (its rows and
+#: its closed rows: :mod:`sqlanon.state.spark_rows`), undone like the catalog tables.
+FAMILY_TABLES = ("__rows", "__closed")
+
+
+def appended(table: str) -> bool:
+    """Whether an INSERT INTO ``sqlanon.<table>`` is undone by deleting the files it
+    added: a catalog table or a family's rows."""
+    return table in CATALOG_TABLES or table.lower().endswith(FAMILY_TABLES)
 
 
 def _has_pending(spark: Any) -> bool:

@@ -43,9 +43,9 @@ from sqlanon import sqltext
 from sqlanon.session import Session
 from sqlanon.state.source import render_sql
 
-#: The name of a row's place in its table, by engine (Spark keeps a table per version and
-#: never continues a group).
-ROW_ID = {"duckdb": "rowid", "postgres": "ctid"}
+#: The name of a row's place in its table, by engine (Spark: the row number its rows
+#: table stores, :mod:`sqlanon.state.spark_rows`).
+ROW_ID = {"duckdb": "rowid", "postgres": "ctid", "spark": "sqlanon_row"}
 
 #: The temporary tables of a continued write, dropped when the version is stored.
 TEMP = (
@@ -76,11 +76,15 @@ def write(
     group: str,
     what: str,
     version: int,
+    table: str | None = None,
+    row_base: int = 0,
 ) -> None:
     """The continued groups' rows of version ``version``: the differences to ``rows``
     (current; unmatched and forced rows to ``history``) from ``staging`` (the release
     table, in published ids). ``columns`` are the staging table's, ``group`` and
-    ``what`` (the sensitive column) among them, all quoted."""
+    ``what`` (the sensitive column) among them, all quoted. On Spark ``rows`` is a view
+    of the current rows, the rows are appended to ``table``, numbered from
+    ``row_base``, and ``history`` holds the closed rows' numbers."""
     if not session.query("SELECT 1 FROM _sqlanon_group_ids WHERE continued LIMIT 1"):
         return
     q = session.quote_ident
@@ -99,6 +103,8 @@ def write(
         "row_id": q(ROW_ID[session.dialect]),
         "tuple_match": _tuple_match(session, who),
         "version": sqltext.number(version),
+        "table": table or rows,
+        "row_base": sqltext.number(row_base),
     }
     for statement in sqltext.statements(render_sql(session, "rows_continue", **fields)):
         session.execute(statement)

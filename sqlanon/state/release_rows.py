@@ -44,8 +44,9 @@ and which records entered, left or changed between versions is assumed known
 (docs/PRIVACY.md, "Row order and shared rows"). Within a batch the order is random
 under a secret nobody keeps.
 
-Spark keeps a table per version (its parquet tables take no UPDATE or DELETE);
-:data:`SHARED` names the engines that share rows.
+Spark's parquet tables take no UPDATE or DELETE: its rows table is appended to, with a
+table of closed rows beside it (:mod:`sqlanon.state.spark_rows`); the decisions above
+are the same SQL. :data:`SHARED` names the engines that share rows.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ import numpy as np
 
 from sqlanon import sqltext
 from sqlanon.errors import ConfigError
-from sqlanon.session import Session
-from sqlanon.state import catalog, continued_rows
+from sqlanon.session import ListsCatalog, Session
+from sqlanon.state import catalog, continued_rows, spark_rows
 from sqlanon.state.source import (
     BOUNDS_SCHEMAS,
     current_schema,
@@ -68,7 +69,9 @@ from sqlanon.state.source import (
 )
 
 #: Engines whose versions are views of one rows table per family.
-SHARED = frozenset({"duckdb", "postgres"})
+SHARED = frozenset({"duckdb", "postgres", "spark"})
+#: Engines whose rows table is only appended to (:mod:`sqlanon.state.spark_rows`).
+APPEND_ONLY = frozenset({"spark"})
 #: Engines whose newest version's view reads the current rows alone
 #: (``rows_view_newest.sql``), made again with the history by the next release: a UNION
 #: ALL hides the table's statistics from DuckDB's optimizer. Not PostgreSQL: making an
@@ -114,6 +117,9 @@ def check_free(session: Session, family: str) -> None:
     """A family's first version: refuse when its rows or bounds table's name is taken."""
     if not shared(session):
         return
+    if session.dialect in APPEND_ONLY:
+        spark_rows.check_free(session, family)
+        return
     for name in (rows_name(family), history_name(family), bounds_name(family)):
         if relation_exists(session, private_schema(session), name):
             raise ConfigError(
@@ -141,6 +147,8 @@ class Staged:
 
 def columns_of(session: Session, schema: str, name: str) -> list[str]:
     """The columns of table ``schema.name``, in order."""
+    if isinstance(session, ListsCatalog):  # Spark: no information_schema
+        return [c for c, _ in session.table_columns(schema, name)]
     return [
         r[0] for r in session.query(sqltext.load(session.dialect, "table_columns"), [schema, name])
     ]
@@ -163,7 +171,9 @@ def keep(
     if staged.version == 1:
         return group
     q = session.quote_ident
-    _align_columns(session, staged)
+    appending = session.dialect in APPEND_ONLY
+    if appending and not spark_rows.started(session, staged.family):
+        return group  # a family released before its rows were shared: they start here
     who = ", ".join(f"{q('t')}.{q(c)}" for c in staged.who)
     what = ", ".join(f"{q('t')}.{q(c)}" for c in staged.what)
     names = {
@@ -172,6 +182,11 @@ def keep(
         "history": qualified(session, history_name(staged.family)),
         "group": q(staged.group),
     }
+    if appending:
+        spark_rows.check_columns(session, staged.family, staged.version, staged.columns)
+        names.update(spark_rows.current(session, staged.family))
+    else:
+        _align_columns(session, staged)
     for statement in sqltext.statements(
         render_sql(session, "rows_groups", who_t=who, what_t=what, **names)
     ):
@@ -182,9 +197,15 @@ def keep(
     continued_rows.choose(session, overlap)
     ceiling = sqltext.number(group_ceiling(session, staged.family))
     session.execute(render_sql(session, "rows_ids", ceiling=ceiling, **names))
-    session.execute(render_sql(session, "rows_remap", table=staged.table, group=q(staged.group)))
-    for table in temp:
-        session.execute(render_sql(session, "rows_remap", table=q(table), group=q("group_id")))
+    if appending:
+        spark_rows.remap(session, temp, "group_id")
+        _stage_spark(session, staged, renumbered=True)
+    else:
+        session.execute(
+            render_sql(session, "rows_remap", table=staged.table, group=q(staged.group))
+        )
+        for table in temp:
+            session.execute(render_sql(session, "rows_remap", table=q(table), group=q("group_id")))
     ids = session.query_arrays("SELECT new_id, final_id FROM _sqlanon_group_ids")
     lookup = np.full(int(max(ids["new_id"].max(initial=-1), group.max(initial=-1))) + 2, -1)
     lookup[ids["new_id"].astype(np.int64)] = ids["final_id"].astype(np.int64)
@@ -216,10 +237,43 @@ def _align_columns(session: Session, staged: Staged) -> None:
         )
 
 
+def _stage_spark(session: Session, staged: Staged, renumbered: bool) -> list[str]:
+    """Spark: ``_sqlanon_staged``, the staging table with its family's ghost column (and,
+    when ``renumbered``, the published ids); its columns."""
+    return spark_rows.stage(
+        session, staged.table, staged.columns, staged.group, GHOST_COLUMN[staged.group],
+        renumbered,
+    )  # fmt: skip
+
+
+def _store_appending(session: Session, staged: Staged) -> None:
+    """Spark: append the staging table to its family's rows (:mod:`spark_rows`); its
+    bounds table stays the version's own."""
+    first = not spark_rows.started(session, staged.family)
+    if first:
+        present = _stage_spark(session, staged, renumbered=False)
+    else:
+        present = spark_rows.columns_of(session, session.quote_ident("_sqlanon_staged"))
+    what = staged.what[0] if staged.group == "group_id" else None
+    spark_rows.store(
+        session, staged.family, staged.version, staged.table, staged.columns, present,
+        staged.group, what, first,
+    )  # fmt: skip
+    session.execute("DROP TABLE _sqlanon_staged")
+    if not first:
+        for table in ("_sqlanon_new_groups", "_sqlanon_open_groups", "_sqlanon_pairs"):
+            session.execute(f"DROP TABLE {table}")
+        session.execute("DROP TABLE _sqlanon_group_ids")
+        continued_rows.drop(session)
+
+
 def store(session: Session, staged: Staged) -> None:
     """Move the staging table into the family's current rows (the rows of groups it does
     not keep into the history) and the staging bounds table into the family's bounds
     table; leave views of version N in their places, showing the columns it had."""
+    if session.dialect in APPEND_ONLY:
+        _store_appending(session, staged)
+        return
     q = session.quote_ident
     rows = qualified(session, rows_name(staged.family))
     history = qualified(session, history_name(staged.family))
