@@ -109,7 +109,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "001_catalog",
         "011_member_spans",
         "013_retirements",
-        "014_shared_rows",
+        "015_shared_rows",
     ]
     assert sqlanon.install(session) == []  # idempotent
     yield session
